@@ -1,0 +1,26 @@
+// Vectorized (Highway, dynamic dispatch) conversion of rows between the float storage types and fp32 scratch.
+// fp32 -> fp16/bf16 rounds to nearest even on every instruction-set target, NaN stays NaN, overflow gives Inf.
+#ifndef PACL_CONVERT_H_
+#define PACL_CONVERT_H_
+
+#include <cstdint>
+
+#include "acl/acl_base.h"
+#include "pacl/export.h"
+
+namespace pacl {
+
+// dst[i] = float(src[i * src_stride]) for i in [0, n); src_type is ACL_FLOAT, ACL_FLOAT16 or ACL_BF16; src
+// points at element 0 and src_stride is in elements (may be any value, 1 is the fast path).
+PACL_INTERNAL_API void LoadAsFloat(aclDataType src_type, const void* src, int64_t src_stride, float* dst, int64_t n);
+
+// dst[i * dst_stride] = round(src[i]) for i in [0, n), to dst_type (ACL_FLOAT, ACL_FLOAT16 or ACL_BF16).
+PACL_INTERNAL_API void StoreFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t dst_stride,
+                                      int64_t n);
+
+// Name of the instruction-set target Highway chose for this process ("AVX3", "AVX2", ...), for benchmarks/demo.
+PACL_INTERNAL_API const char* SimdTargetName();
+
+}  // namespace pacl
+
+#endif  // PACL_CONVERT_H_

@@ -1,0 +1,93 @@
+// Data type traits, fp16/bf16 <-> fp32 scalar conversion (round to nearest even), and the dtype switches.
+// The out-of-line functions here live in libascendcl (acl_base.h's aclDataTypeSize and aclFloatToFloat16 need them).
+#ifndef PACL_DTYPE_H_
+#define PACL_DTYPE_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "acl/acl_base.h"
+#include "pacl/export.h"
+
+namespace pacl {
+
+// Storage types for the two 16-bit float formats: raw bits, converted through float.
+struct Float16 {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+
+// Size of one element in bytes (0 for ACL_STRING, ACL_DT_UNDEFINED and unknown values).
+PACL_INTERNAL_API size_t DataTypeSize(aclDataType dtype);
+// "FLOAT", "FLOAT16", "BFLOAT16", ... ("UNKNOWN(<n>)" for values outside the enum).
+PACL_INTERNAL_API const char* DataTypeName(aclDataType dtype);
+
+inline uint32_t FloatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+inline float BitsToFloat(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// Exact widening.
+PACL_INTERNAL_API float HalfToFloat(uint16_t bits);
+inline float BFloat16ToFloat(uint16_t bits) { return BitsToFloat(static_cast<uint32_t>(bits) << 16); }
+
+// Round to nearest, ties to even; overflow gives +-Inf, NaN stays NaN (quiet).
+PACL_INTERNAL_API uint16_t FloatToHalf(float value);
+inline uint16_t FloatToBFloat16(float value) {
+  const uint32_t bits = FloatBits(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // quiet NaN
+  const uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+// Widen/narrow one element of the float types an operator computes in.
+inline float ToFloat(float v) { return v; }
+inline float ToFloat(Float16 v) { return HalfToFloat(v.bits); }
+inline float ToFloat(BFloat16 v) { return BFloat16ToFloat(v.bits); }
+template <class T>
+T FromFloat(float v);
+template <>
+inline float FromFloat<float>(float v) { return v; }
+template <>
+inline Float16 FromFloat<Float16>(float v) { return Float16{FloatToHalf(v)}; }
+template <>
+inline BFloat16 FromFloat<BFloat16>(float v) { return BFloat16{FloatToBFloat16(v)}; }
+
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+// The dtype switches of the operators: call fn(TypeTag<T>{}) with the storage type T of dtype. Callers validate
+// dtype in phase 1; a value outside the list is treated as ACL_FLOAT.
+// DispatchFloat: ACL_FLOAT -> float, ACL_FLOAT16 -> Float16, ACL_BF16 -> BFloat16.
+template <class Fn>
+decltype(auto) DispatchFloat(aclDataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case ACL_FLOAT16:
+      return fn(TypeTag<Float16>{});
+    case ACL_BF16:
+      return fn(TypeTag<BFloat16>{});
+    default:
+      return fn(TypeTag<float>{});
+  }
+}
+
+// DispatchFloatOrDouble: as DispatchFloat, plus ACL_DOUBLE -> double.
+template <class Fn>
+decltype(auto) DispatchFloatOrDouble(aclDataType dtype, Fn&& fn) {
+  if (dtype == ACL_DOUBLE) return fn(TypeTag<double>{});
+  return DispatchFloat(dtype, static_cast<Fn&&>(fn));
+}
+
+}  // namespace pacl
+
+#endif  // PACL_DTYPE_H_

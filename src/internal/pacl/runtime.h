@@ -1,0 +1,29 @@
+// What the operator libraries need from the runtime (libascendcl): running work on streams and reading
+// the options in force. Not installed; not for applications.
+#ifndef PACL_RUNTIME_H_
+#define PACL_RUNTIME_H_
+
+#include <functional>
+
+#include "acl/acl_base.h"
+#include "acl/acl_rt.h"
+#include "pacl/export.h"
+
+namespace pacl::rt {
+
+// A unit of work for a stream's worker thread. It returns ACL_SUCCESS or an error code; on error it should
+// have called SetRecentErrorMessage (on the worker thread), and the stream hands that code and message to the
+// next aclrtSynchronizeStream / aclrtSynchronizeDevice.
+using Task = std::function<aclError()>;
+
+// Appends task to stream's FIFO (nullptr: the current context's default stream) and returns without waiting.
+// Fails (with a message) for an unknown stream or when the calling thread has no current context.
+PACL_INTERNAL_API aclError EnqueueTask(aclrtStream stream, Task task);
+
+// Whether ACL_OPT_DETERMINISTIC is on for the calling thread: its current context's value if that context set
+// one, else the process-wide value (aclrtSetSysParamOpt), else false.
+PACL_INTERNAL_API bool DeterministicEnabled();
+
+}  // namespace pacl::rt
+
+#endif  // PACL_RUNTIME_H_

@@ -1,0 +1,53 @@
+// aclTensor's definition and the plain-data tensor description the operators copy into their parameters.
+#ifndef PACL_TENSOR_H_
+#define PACL_TENSOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "acl/acl_base.h"
+#include "pacl/export.h"
+
+namespace pacl {
+
+inline constexpr int kMaxRank = 8;
+
+// A view over storage: element (i0, ..., ik) lives at element index offset + sum(i_d * strides[d]) of the storage
+// that begins at data. Strides and offset are in elements and may be zero or negative; aclCreateTensor has checked
+// that every element of the view lies inside the storage shape. Trivially copyable, so an executor can keep a copy
+// after the caller destroys its aclTensor.
+struct TensorDesc {
+  aclDataType dtype = ACL_DT_UNDEFINED;
+  aclFormat format = ACL_FORMAT_UNDEFINED;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {};
+  int64_t offset = 0;
+  int storage_rank = 0;
+  int64_t storage_shape[kMaxRank] = {};
+  void* data = nullptr;
+
+  // Product of the view's dims (1 for rank 0).
+  PACL_INTERNAL_API int64_t NumElements() const;
+  // True when the view is the row-major packing of its shape (size-1 dims may have any stride).
+  PACL_INTERNAL_API bool IsContiguous() const;
+  // "[2, 3, 5]".
+  PACL_INTERNAL_API std::string ShapeString() const;
+  // Size of one element in bytes.
+  PACL_INTERNAL_API size_t ElementSize() const;
+  // Address of the view's element at index (rank entries).
+  char* ElementAddress(const int64_t* index) const {
+    int64_t element = offset;
+    for (int d = 0; d < rank; ++d) element += index[d] * strides[d];
+    return static_cast<char*>(data) + element * static_cast<int64_t>(ElementSize());
+  }
+};
+
+}  // namespace pacl
+
+struct aclTensor {
+  pacl::TensorDesc desc;
+};
+
+#endif  // PACL_TENSOR_H_

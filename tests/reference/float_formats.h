@@ -1,0 +1,94 @@
+// Test-side fp16/bf16 encode/decode, written independently of src/ (plain double arithmetic, no bit tricks on
+// floats): the yardstick for the library's conversions and the rounding step of every fp16/bf16 reference.
+#ifndef PACL_TESTS_REFERENCE_FLOAT_FORMATS_H_
+#define PACL_TESTS_REFERENCE_FLOAT_FORMATS_H_
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ref {
+
+// IEEE binary16 (1, 5, 10) and bfloat16 (1, 8, 7), described by their parameters.
+struct FloatFormat {
+  int mantissa_bits;  // explicit fraction bits
+  int min_exponent;   // exponent of the smallest normal number
+  int max_exponent;   // exponent of the largest finite number
+};
+inline constexpr FloatFormat kHalf{10, -14, 15};
+inline constexpr FloatFormat kBFloat16{7, -126, 127};
+
+inline double DecodeBits(uint16_t bits, FloatFormat f) {
+  const int exponent_bits = 15 - f.mantissa_bits;
+  const int bias = (1 << (exponent_bits - 1)) - 1;
+  const bool negative = (bits >> 15) != 0;
+  const int exponent_field = (bits >> f.mantissa_bits) & ((1 << exponent_bits) - 1);
+  const int fraction = bits & ((1 << f.mantissa_bits) - 1);
+  double magnitude;
+  if (exponent_field == (1 << exponent_bits) - 1) {
+    magnitude = fraction ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  } else if (exponent_field == 0) {
+    magnitude = std::ldexp(static_cast<double>(fraction), f.min_exponent - f.mantissa_bits);
+  } else {
+    magnitude = std::ldexp(1.0 + std::ldexp(static_cast<double>(fraction), -f.mantissa_bits), exponent_field - bias);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+// The representable value nearest to v (ties to the even significand), +-Inf past the overflow threshold.
+inline double RoundToFormat(double v, FloatFormat f) {
+  if (std::isnan(v) || std::isinf(v) || v == 0.0) return v;
+  const double magnitude = std::fabs(v);
+  int exponent = static_cast<int>(std::floor(std::log2(magnitude)));
+  // log2 can be off by one near powers of two; fix it so 2^exponent <= magnitude < 2^(exponent+1).
+  if (std::ldexp(1.0, exponent) > magnitude) --exponent;
+  if (std::ldexp(1.0, exponent + 1) <= magnitude) ++exponent;
+  if (exponent < f.min_exponent) exponent = f.min_exponent;
+  const double quantum = std::ldexp(1.0, exponent - f.mantissa_bits);
+  const double steps = magnitude / quantum;  // exact: dividing by a power of two
+  double rounded_steps = std::floor(steps);
+  const double remainder = steps - rounded_steps;
+  if (remainder > 0.5 || (remainder == 0.5 && std::fmod(rounded_steps, 2.0) != 0.0)) rounded_steps += 1.0;
+  double result = rounded_steps * quantum;
+  const double max_finite = std::ldexp(2.0 - std::ldexp(1.0, -f.mantissa_bits), f.max_exponent);
+  if (result > max_finite) result = std::numeric_limits<double>::infinity();
+  return v < 0 ? -result : result;
+}
+
+// Bits of RoundToFormat(v, f); NaN encodes as the canonical quiet NaN.
+inline uint16_t EncodeBits(double v, FloatFormat f) {
+  const int exponent_bits = 15 - f.mantissa_bits;
+  const int bias = (1 << (exponent_bits - 1)) - 1;
+  const uint16_t all_ones_exponent = static_cast<uint16_t>(((1 << exponent_bits) - 1) << f.mantissa_bits);
+  if (std::isnan(v)) return static_cast<uint16_t>(all_ones_exponent | (1 << (f.mantissa_bits - 1)));
+  const double r = RoundToFormat(v, f);
+  const uint16_t sign = std::signbit(r) ? 0x8000 : 0;
+  const double magnitude = std::fabs(r);
+  if (std::isinf(magnitude)) return static_cast<uint16_t>(sign | all_ones_exponent);
+  if (magnitude < std::ldexp(1.0, f.min_exponent)) {  // zero or subnormal
+    const double fraction = magnitude / std::ldexp(1.0, f.min_exponent - f.mantissa_bits);
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(fraction));
+  }
+  int exponent = static_cast<int>(std::floor(std::log2(magnitude)));
+  if (std::ldexp(1.0, exponent) > magnitude) --exponent;
+  if (std::ldexp(1.0, exponent + 1) <= magnitude) ++exponent;
+  const double fraction = (magnitude / std::ldexp(1.0, exponent) - 1.0) * std::ldexp(1.0, f.mantissa_bits);
+  return static_cast<uint16_t>(sign | ((exponent + bias) << f.mantissa_bits) | static_cast<uint16_t>(fraction));
+}
+
+inline double HalfBitsToDouble(uint16_t bits) { return DecodeBits(bits, kHalf); }
+inline double BFloat16BitsToDouble(uint16_t bits) { return DecodeBits(bits, kBFloat16); }
+inline uint16_t DoubleToHalfBits(double v) { return EncodeBits(v, kHalf); }
+inline uint16_t DoubleToBFloat16Bits(double v) { return EncodeBits(v, kBFloat16); }
+
+// One unit in the last place of format f at the magnitude of v (the spacing of representable values there).
+inline double UlpOf(double v, FloatFormat f) {
+  const double magnitude = std::fabs(v);
+  int exponent = magnitude > 0 ? static_cast<int>(std::floor(std::log2(magnitude))) : f.min_exponent;
+  if (exponent < f.min_exponent) exponent = f.min_exponent;
+  return std::ldexp(1.0, exponent - f.mantissa_bits);
+}
+
+}  // namespace ref
+
+#endif  // PACL_TESTS_REFERENCE_FLOAT_FORMATS_H_
