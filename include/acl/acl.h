@@ -18,8 +18,9 @@ ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
 ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);
 
-/* The message of the most recent failure on the calling thread ("" if none). The pointer stays valid
- * until the next acl/aclnn call on this thread. */
+/* Returns and clears the messages of the calling thread's failed acl/aclnn calls since the last call of this
+ * function, newest first, one per line; NULL when there is none (as in CANN). The text stays valid until the
+ * next aclGetRecentErrMsg on this thread. */
 ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
 
 #ifdef __cplusplus

@@ -21,7 +21,8 @@ struct BFloat16 {
 
 // Size of one element in bytes (0 for ACL_STRING, ACL_DT_UNDEFINED and unknown values).
 PACL_INTERNAL_API size_t DataTypeSize(aclDataType dtype);
-// "FLOAT", "FLOAT16", "BFLOAT16", ... ("UNKNOWN(<n>)" for values outside the enum).
+// "FLOAT", "FLOAT16", "BFLOAT16", ... ("UNKNOWN(<n>)" for values outside the enum, kept in one of 8 rotating
+// thread-local buffers: valid for the next 7 calls on this thread, enough for one message).
 PACL_INTERNAL_API const char* DataTypeName(aclDataType dtype);
 
 inline uint32_t FloatBits(float value) {

@@ -17,7 +17,8 @@ namespace pacl::rt {
 using Task = std::function<aclError()>;
 
 // Appends task to stream's FIFO (nullptr: the current context's default stream) and returns without waiting.
-// Fails (with a message) for an unknown stream or when the calling thread has no current context.
+// The task runs with the stream's context current. Fails (with a message) for an unknown stream, or for nullptr
+// when the calling thread has no current context; an explicit stream may be used from any thread.
 PACL_INTERNAL_API aclError EnqueueTask(aclrtStream stream, Task task);
 
 // Whether ACL_OPT_DETERMINISTIC is on for the calling thread: its current context's value if that context set

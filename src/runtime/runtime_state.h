@@ -1,0 +1,118 @@
+// The state behind libascendcl: contexts, streams, memory registries and options, shared by the runtime sources.
+//
+// NOTE: one mutex (RuntimeState::mutex) guards everything here. It is never held while waiting for a stream or
+// while a stream's worker is joined, so tasks may call back into the runtime. Handles given to applications
+// (contexts, streams) are looked up in the registries before use and never dereferenced blindly; a thread's
+// current context is remembered as (handle, serial) so a context destroyed behind its back reads as "none" even
+// if a new context later reuses the address. The state is created on first use and never destroyed, so calls
+// made during static destruction still find it; an atexit handler stops the worker threads at process exit.
+#ifndef PACL_RUNTIME_RUNTIME_STATE_H_
+#define PACL_RUNTIME_RUNTIME_STATE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "acl/acl_base.h"
+#include "acl/acl_rt.h"
+#include "stream.h"
+
+namespace pacl::rt {
+
+inline constexpr int32_t kOnlyDeviceId = 0;  // the CPU
+inline constexpr int kOptionCount = 3;       // aclSysParamOpt values 0..2
+
+struct OptionSet {
+  int64_t value[kOptionCount] = {};
+  bool is_set[kOptionCount] = {};
+};
+
+struct Context {
+  uint64_t serial = 0;
+  bool is_default = false;                 // the device's default context (aclrtSetDevice)
+  std::shared_ptr<Stream> default_stream;  // the nullptr stream, created on first use
+  OptionSet options;
+};
+
+// Live allocations, address -> size in bytes.
+class AllocationRegistry {
+ public:
+  void Add(const void* base, size_t size) { blocks_[reinterpret_cast<uintptr_t>(base)] = size; }
+  // Removes the allocation that starts exactly at base; false if there is none.
+  bool Remove(const void* base) { return blocks_.erase(reinterpret_cast<uintptr_t>(base)) != 0; }
+  // The allocation containing p (base <= p < base + size); false if none does.
+  bool Find(const void* p, uintptr_t* base, size_t* size) const;
+
+ private:
+  std::map<uintptr_t, size_t> blocks_;
+};
+
+struct RuntimeState {
+  std::mutex mutex;
+  bool initialized = false;  // between aclInit and aclFinalize
+  bool shut_down = false;    // process exit has stopped the workers
+  bool exit_handler_registered = false;
+  uint64_t next_serial = 1;
+  std::unordered_map<const void*, std::unique_ptr<Context>> contexts;  // by handle
+  Context* default_context = nullptr;
+  int default_context_refs = 0;
+  std::unordered_map<const void*, std::shared_ptr<Stream>> streams;  // by handle, default streams included
+  OptionSet process_options;
+  AllocationRegistry device_memory;
+  AllocationRegistry host_memory;
+};
+
+RuntimeState& State();
+
+// All of the *Locked functions expect State().mutex to be held.
+
+// The calling thread's current context, or nullptr when it has none (or it was destroyed).
+Context* CurrentContextLocked(RuntimeState& state);
+// Makes context (may be nullptr) current on the calling thread.
+void SetCurrentContext(const Context* context);
+void SetCurrentContextRef(const void* handle, uint64_t serial);
+
+// A live context by handle, or nullptr.
+Context* FindContextLocked(RuntimeState& state, const void* handle);
+Context* CreateContextLocked(RuntimeState& state, bool is_default);
+// Removes context and its streams from the registries; returns the streams, which the caller shuts down
+// after releasing the mutex.
+std::vector<std::shared_ptr<Stream>> DestroyContextLocked(RuntimeState& state, Context* context);
+// Destroys every context (aclFinalize).
+std::vector<std::shared_ptr<Stream>> DestroyAllContextsLocked(RuntimeState& state);
+
+// A stream created by aclrtCreateStream (not a default stream), or nullptr.
+std::shared_ptr<Stream> FindUserStreamLocked(RuntimeState& state, const void* handle);
+// context's default stream, created if needed; nullptr with *error set if its worker cannot start.
+std::shared_ptr<Stream> DefaultStreamLocked(RuntimeState& state, Context* context, std::string* error);
+std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context, bool is_default,
+                                           std::string* error);
+// Every live stream, oldest first.
+std::vector<std::shared_ptr<Stream>> AllStreamsLocked(RuntimeState& state);
+
+// Shuts the streams down outside the mutex, running what is still queued.
+void DrainAndStop(const std::vector<std::shared_ptr<Stream>>& streams);
+// Waits (without the mutex) until every task enqueued on any stream before the call has finished. Failures stay
+// on their streams for the next synchronisation. A task calling this skips its own stream.
+void WaitForAllStreams();
+
+// Records "<function>: <formatted>" on the calling thread and returns code.
+aclError Fail(aclError code, const char* function, const char* format, ...) __attribute__((format(printf, 3, 4)));
+
+// The message used when the calling thread has no current context.
+aclError FailNoContext(const char* function);
+
+// Validates a device id; records a message naming function on failure.
+aclError CheckDeviceId(const char* function, int32_t device_id);
+
+// Clears the calling thread's pending error messages (a worker does so after each task).
+void ClearRecentErrorMessages();
+
+}  // namespace pacl::rt
+
+#endif  // PACL_RUNTIME_RUNTIME_STATE_H_

@@ -1,0 +1,129 @@
+#include "stream.h"
+
+#include <exception>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "pacl/error.h"
+#include "runtime_state.h"
+
+namespace pacl::rt {
+
+std::shared_ptr<Stream> Stream::Create(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
+                                       bool is_default, std::string* error) {
+  std::shared_ptr<Stream> stream(new Stream(serial, owner_handle, owner_serial, is_default));
+  try {
+    stream->worker_ = std::thread([raw = stream.get()] { raw->WorkerLoop(); });
+  } catch (const std::system_error& e) {
+    *error = StrFormat("cannot start the stream's worker thread: %s", e.what());
+    stream->joined_ = true;  // nothing to join
+    return nullptr;
+  }
+  stream->worker_id_ = stream->worker_.get_id();
+  return stream;
+}
+
+Stream::Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default)
+    : serial_(serial), owner_handle_(owner_handle), owner_serial_(owner_serial), is_default_(is_default) {}
+
+Stream::~Stream() { Shutdown(/*discard_pending=*/false); }
+
+bool Stream::Enqueue(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(task));
+    ++enqueued_;
+  }
+  work_available_.notify_one();
+  return true;
+}
+
+uint64_t Stream::EnqueuedCount() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return enqueued_;
+}
+
+void Stream::WaitUntilCompleted(uint64_t count) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  work_completed_.wait(lock, [&] { return completed_ >= count; });
+}
+
+StreamFailure Stream::TakeFailure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  StreamFailure taken = std::move(failure_);
+  failure_ = StreamFailure{};
+  return taken;
+}
+
+void Stream::Shutdown(bool discard_pending) {
+  std::deque<Task> discarded;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (joined_) return;
+    joined_ = true;
+    stopping_ = true;
+    if (discard_pending) {
+      discarded.swap(queue_);
+      completed_ += discarded.size();
+    }
+  }
+  work_available_.notify_all();
+  work_completed_.notify_all();
+  discarded.clear();  // outside the lock: a task's captures may do anything when destroyed
+  if (IsWorkerThread()) {
+    // A task is shutting its own stream down (only possible on the process-exit path, where the task called
+    // exit()): joining would deadlock, and the thread never returns to the loop anyway.
+    worker_.detach();
+  } else {
+    worker_.join();
+  }
+}
+
+void Stream::WorkerLoop() {
+  SetCurrentContextRef(owner_handle_, owner_serial_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_available_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    if (queue_.empty()) break;  // stopping, and everything queued has run
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    RunOne(task);
+    task = nullptr;  // release the task's captures before reporting it complete
+    lock.lock();
+    ++completed_;
+    work_completed_.notify_all();
+  }
+}
+
+void Stream::RunOne(Task& task) {
+  aclError code = ACL_SUCCESS;
+  std::string message;
+  try {
+    code = task();
+    if (code != ACL_SUCCESS) {
+      message = RecentErrorMessage();
+      if (message.empty()) {
+        message = StrFormat("a task on stream %p failed with error code %d and recorded no message", handle(), code);
+      }
+    }
+  } catch (const std::exception& e) {
+    code = ACL_ERROR_INTERNAL_ERROR;
+    message = StrFormat("a task on stream %p threw an exception: %s", handle(), e.what());
+  } catch (...) {
+    code = ACL_ERROR_INTERNAL_ERROR;
+    message = StrFormat("a task on stream %p threw an unknown exception", handle());
+  }
+  // Messages a task leaves on the worker thread belong to that task alone.
+  ClearRecentErrorMessages();
+  if (code == ACL_SUCCESS) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failure_.code == ACL_SUCCESS) {
+    failure_.code = code;
+    failure_.message = std::move(message);
+  }
+}
+
+}  // namespace pacl::rt

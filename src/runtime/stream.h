@@ -1,0 +1,77 @@
+// A stream: an asynchronous FIFO of tasks run in order by one worker thread of its own.
+#ifndef PACL_RUNTIME_STREAM_H_
+#define PACL_RUNTIME_STREAM_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "pacl/runtime.h"
+
+namespace pacl::rt {
+
+// The first failure a stream saw since it was last synchronised.
+struct StreamFailure {
+  aclError code = ACL_SUCCESS;
+  std::string message;
+};
+
+class Stream {
+ public:
+  // Starts the worker thread; returns nullptr (with *error set) when the thread cannot be started.
+  // Tasks run with `owner` as the worker's current context, so they see that context's options.
+  static std::shared_ptr<Stream> Create(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
+                                        bool is_default, std::string* error);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  uint64_t serial() const { return serial_; }
+  const void* owner_handle() const { return owner_handle_; }
+  bool is_default() const { return is_default_; }
+  const void* handle() const { return this; }
+
+  // Appends task; false when the stream is shutting down.
+  bool Enqueue(Task task);
+  // The number of tasks enqueued so far: WaitUntilCompleted(EnqueuedCount()) waits for all of them.
+  uint64_t EnqueuedCount();
+  void WaitUntilCompleted(uint64_t count);
+  // Returns and clears the first failure since the last call.
+  StreamFailure TakeFailure();
+  // Whether the calling thread is this stream's worker (waiting for the stream there would deadlock).
+  bool IsWorkerThread() const { return std::this_thread::get_id() == worker_id_; }
+
+  // Stops the worker and joins it. With discard_pending, queued tasks that have not started are dropped (process
+  // exit); otherwise they run first. Idempotent.
+  void Shutdown(bool discard_pending);
+
+ private:
+  Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default);
+  void WorkerLoop();
+  void RunOne(Task& task);
+
+  const uint64_t serial_;
+  const void* const owner_handle_;
+  const uint64_t owner_serial_;
+  const bool is_default_;
+
+  std::mutex mutex_;
+  std::condition_variable work_available_;
+  std::condition_variable work_completed_;
+  std::deque<Task> queue_;
+  uint64_t enqueued_ = 0;
+  uint64_t completed_ = 0;
+  bool stopping_ = false;
+  bool joined_ = false;
+  StreamFailure failure_;
+  std::thread worker_;
+  std::thread::id worker_id_;
+};
+
+}  // namespace pacl::rt
+
+#endif  // PACL_RUNTIME_STREAM_H_

@@ -1,0 +1,119 @@
+// Streams: aclrtCreateStream / aclrtDestroyStream / aclrtSynchronizeStream and pacl::rt::EnqueueTask.
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "acl/acl.h"
+#include "pacl/error.h"
+#include "pacl/runtime.h"
+#include "runtime_state.h"
+
+using pacl::rt::Context;
+using pacl::rt::Fail;
+using pacl::rt::FailNoContext;
+using pacl::rt::RuntimeState;
+using pacl::rt::State;
+using pacl::rt::Stream;
+
+namespace {
+
+aclError FailUnknownStream(const char* function, const void* stream) {
+  return Fail(ACL_ERROR_INVALID_PARAM, function,
+              "stream %p is not a live stream (not created by aclrtCreateStream, or already destroyed)", stream);
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclrtCreateStream(aclrtStream* stream) {
+  if (stream == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream", "stream must not be null");
+  RuntimeState& state = State();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  Context* context = pacl::rt::CurrentContextLocked(state);
+  if (context == nullptr) return FailNoContext("aclrtCreateStream");
+  std::string error;
+  std::shared_ptr<Stream> created = pacl::rt::CreateStreamLocked(state, context, /*is_default=*/false, &error);
+  if (created == nullptr) return Fail(ACL_ERROR_RT_INTERNAL_ERROR, "aclrtCreateStream", "%s", error.c_str());
+  *stream = const_cast<void*>(created->handle());
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+  if (stream == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream",
+                "stream must not be null (the default stream is not destroyed by the application)");
+  }
+  RuntimeState& state = State();
+  std::shared_ptr<Stream> found;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    found = pacl::rt::FindUserStreamLocked(state, stream);
+    if (found == nullptr) return FailUnknownStream("aclrtDestroyStream", stream);
+    if (found->IsWorkerThread()) {
+      return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream",
+                  "stream %p cannot be destroyed by one of its own tasks", stream);
+    }
+    state.streams.erase(found->handle());
+  }
+  found->Shutdown(/*discard_pending=*/false);  // drains, then joins the worker
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+  RuntimeState& state = State();
+  std::shared_ptr<Stream> found;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (stream == nullptr) {
+      Context* context = pacl::rt::CurrentContextLocked(state);
+      if (context == nullptr) return FailNoContext("aclrtSynchronizeStream");
+      found = context->default_stream;
+      if (found == nullptr) return ACL_SUCCESS;  // the default stream never received work
+    } else {
+      found = pacl::rt::FindUserStreamLocked(state, stream);
+      if (found == nullptr) return FailUnknownStream("aclrtSynchronizeStream", stream);
+    }
+  }
+  if (found->IsWorkerThread()) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream",
+                "called from a task running on stream %p, which would wait for itself", found->handle());
+  }
+  found->WaitUntilCompleted(found->EnqueuedCount());
+  pacl::rt::StreamFailure failure = found->TakeFailure();
+  if (failure.code != ACL_SUCCESS) pacl::SetRecentErrorMessage(failure.message);
+  return failure.code;
+}
+
+}  // extern "C"
+
+namespace pacl::rt {
+
+aclError EnqueueTask(aclrtStream stream, Task task) {
+  static const char* const kFunction = "pacl::rt::EnqueueTask";
+  if (!task) return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "task must not be empty");
+  RuntimeState& state = State();
+  std::shared_ptr<Stream> found;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (state.shut_down) {
+      return Fail(ACL_ERROR_RT_INTERNAL_ERROR, kFunction, "the runtime has shut down (process exit)");
+    }
+    if (stream == nullptr) {
+      Context* context = CurrentContextLocked(state);
+      if (context == nullptr) return FailNoContext(kFunction);
+      std::string error;
+      found = DefaultStreamLocked(state, context, &error);
+      if (found == nullptr) return Fail(ACL_ERROR_RT_INTERNAL_ERROR, kFunction, "%s", error.c_str());
+    } else {
+      found = FindUserStreamLocked(state, stream);
+      if (found == nullptr) return FailUnknownStream(kFunction, stream);
+    }
+  }
+  if (!found->Enqueue(std::move(task))) {
+    return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "stream %p is being destroyed", found->handle());
+  }
+  return ACL_SUCCESS;
+}
+
+}  // namespace pacl::rt

@@ -1,0 +1,325 @@
+// aclrtMalloc / aclrtFree / aclrtMallocHost / aclrtFreeHost / aclrtMemcpy / aclrtMemset: the checks, the
+// alignment, the contents, and the ordering after work queued on streams.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "acl/acl.h"
+#include "pacl/runtime.h"
+#include "runtime_test_util.h"
+
+namespace {
+
+using pacl::rt::EnqueueTask;
+using pacl_test::Mentions;
+using pacl_test::TakeErrors;
+
+class MemoryTest : public pacl_test::DeviceTest {};
+
+std::vector<unsigned char> RandomBytes(size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<unsigned char> bytes(count);
+  for (auto& byte : bytes) byte = static_cast<unsigned char>(rng());
+  return bytes;
+}
+
+bool IsAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0; }
+
+TEST_F(MemoryTest, MallocAcceptsEveryPolicyAndAligns) {
+  const int bases[] = {ACL_MEM_MALLOC_HUGE_FIRST,     ACL_MEM_MALLOC_HUGE_ONLY,     ACL_MEM_MALLOC_NORMAL_ONLY,
+                       ACL_MEM_MALLOC_HUGE_FIRST_P2P, ACL_MEM_MALLOC_HUGE_ONLY_P2P, ACL_MEM_MALLOC_NORMAL_ONLY_P2P};
+  const int type_bits[] = {0, ACL_MEM_TYPE_LOW_BAND_WIDTH, ACL_MEM_TYPE_HIGH_BAND_WIDTH};
+  for (int base : bases) {
+    for (int type : type_bits) {
+      void* p = nullptr;
+      ASSERT_EQ(aclrtMalloc(&p, 100, static_cast<aclrtMemMallocPolicy>(base | type)), ACL_SUCCESS) << (base | type);
+      ASSERT_NE(p, nullptr);
+      EXPECT_TRUE(IsAligned(p));
+      std::memset(p, 0x5A, 100);  // the whole requested size is usable (ASan checks)
+      EXPECT_EQ(aclrtFree(p), ACL_SUCCESS);
+    }
+  }
+  // Odd sizes, many live at once: all aligned, all distinct.
+  std::mt19937 rng(7);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 200; ++i) {
+    const size_t size = 1 + rng() % 1000;
+    void* p = nullptr;
+    ASSERT_EQ(aclrtMalloc(&p, size, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_SUCCESS);
+    EXPECT_TRUE(IsAligned(p)) << p;
+    std::memset(p, i, size);
+    blocks.push_back(p);
+  }
+  for (void* p : blocks) EXPECT_EQ(aclrtFree(p), ACL_SUCCESS);
+}
+
+TEST_F(MemoryTest, MallocRejectsBadArguments) {
+  void* p = nullptr;
+  EXPECT_EQ(aclrtMalloc(nullptr, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMalloc", "devPtr", "null"}));
+  EXPECT_EQ(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMalloc", "size", "0"}));
+  for (int policy : {6, -1, 0x200, 0x10000, 0x7FFFFFFF}) {
+    EXPECT_EQ(aclrtMalloc(&p, 16, static_cast<aclrtMemMallocPolicy>(policy)), ACL_ERROR_INVALID_PARAM) << policy;
+    EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMalloc", "policy", std::to_string(policy).c_str()}));
+  }
+  for (size_t size : {SIZE_MAX, SIZE_MAX / 2, SIZE_MAX - 63}) {
+    EXPECT_EQ(aclrtMalloc(&p, size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_BAD_ALLOC) << size;
+    EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMalloc", "size", std::to_string(size).c_str()}));
+  }
+  EXPECT_EQ(p, nullptr);  // untouched by every failure
+}
+
+TEST_F(MemoryTest, FreeRejectsUnknownPointers) {
+  EXPECT_EQ(aclrtFree(nullptr), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtFree", "devPtr", "null"}));
+  int on_stack = 0;
+  EXPECT_EQ(aclrtFree(&on_stack), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtFree", "not a live allocation"}));
+
+  void* device = nullptr;
+  ASSERT_EQ(aclrtMalloc(&device, 256, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(static_cast<char*>(device) + 8), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtFree", "inside the allocation"}));
+  EXPECT_EQ(aclrtFreeHost(device), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtFreeHost", "aclrtMalloc"}));
+  EXPECT_EQ(aclrtFree(device), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(device), ACL_ERROR_INVALID_PARAM);  // double free
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtFree", "already freed"}));
+
+  void* host = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&host, 100), ACL_SUCCESS);
+  EXPECT_TRUE(IsAligned(host));
+  std::memset(host, 1, 100);
+  EXPECT_EQ(aclrtFree(host), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtFree", "aclrtMallocHost"}));
+  EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFreeHost(host), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtFreeHost(nullptr), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtFreeHost", "hostPtr"}));
+
+  EXPECT_EQ(aclrtMallocHost(nullptr, 10), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtMallocHost(&host, 0), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMallocHost", "size"}));
+}
+
+TEST_F(MemoryTest, MemcpyCopiesEveryKind) {
+  constexpr size_t kSize = 1000;
+  const std::vector<unsigned char> source = RandomBytes(kSize, 1);
+  void* device = nullptr;
+  void* device2 = nullptr;
+  void* pinned = nullptr;
+  ASSERT_EQ(aclrtMalloc(&device, kSize, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&device2, kSize, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMallocHost(&pinned, kSize), ACL_SUCCESS);
+  std::vector<unsigned char> back(kSize, 0);
+
+  EXPECT_EQ(aclrtMemcpy(device, kSize, source.data(), kSize, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemcpy(device2, kSize, device, kSize, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemcpy(pinned, kSize, device2, kSize, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemcpy(back.data(), kSize, pinned, kSize, ACL_MEMCPY_HOST_TO_HOST), ACL_SUCCESS);
+  EXPECT_EQ(back, source);
+  std::fill(back.begin(), back.end(), 0);
+  EXPECT_EQ(aclrtMemcpy(back.data(), kSize, device, kSize, ACL_MEMCPY_DEFAULT), ACL_SUCCESS);
+  EXPECT_EQ(back, source);
+
+  // Part of a buffer, exactly up to its end; the bytes around it are untouched. destMax may exceed count.
+  std::vector<unsigned char> target(kSize + 64, 0xEE);
+  EXPECT_EQ(aclrtMemcpy(target.data() + 32, kSize, static_cast<char*>(device) + 900, 100,
+                        ACL_MEMCPY_DEVICE_TO_HOST),
+            ACL_SUCCESS);
+  for (size_t i = 0; i < target.size(); ++i) {
+    const unsigned char expected = (i >= 32 && i < 132) ? source[900 + i - 32] : 0xEE;
+    ASSERT_EQ(target[i], expected) << i;
+  }
+  // Overlapping ranges in one allocation: memmove semantics.
+  EXPECT_EQ(aclrtMemcpy(static_cast<char*>(device) + 10, kSize - 10, device, 500, ACL_MEMCPY_DEVICE_TO_DEVICE),
+            ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemcpy(back.data(), kSize, device, kSize, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+  for (size_t i = 0; i < kSize; ++i) {
+    const unsigned char expected = (i >= 10 && i < 510) ? source[i - 10] : source[i];
+    ASSERT_EQ(back[i], expected) << i;
+  }
+  // Zero bytes is a no-op.
+  EXPECT_EQ(aclrtMemcpy(device, 0, back.data(), 0, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+  EXPECT_EQ(aclGetRecentErrMsg(), nullptr);
+
+  EXPECT_EQ(aclrtFree(device), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(device2), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFreeHost(pinned), ACL_SUCCESS);
+}
+
+TEST_F(MemoryTest, MemcpyRejectsBadArguments) {
+  void* device = nullptr;
+  ASSERT_EQ(aclrtMalloc(&device, 1024, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  std::vector<unsigned char> host(8192, 0x11);
+  std::memset(device, 0x22, 1024);
+
+  EXPECT_EQ(aclrtMemcpy(nullptr, 10, host.data(), 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemcpy", "dst", "null"}));
+  EXPECT_EQ(aclrtMemcpy(device, 10, nullptr, 10, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemcpy", "src", "null"}));
+  EXPECT_EQ(aclrtMemcpy(nullptr, 0, nullptr, 0, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  TakeErrors();
+
+  EXPECT_EQ(aclrtMemcpy(device, 1024, host.data(), 4096, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(TakeErrors(), "aclrtMemcpy: count (4096) must not exceed destMax (1024)");
+
+  for (int kind : {5, -1, 100}) {
+    EXPECT_EQ(aclrtMemcpy(device, 16, host.data(), 16, static_cast<aclrtMemcpyKind>(kind)), ACL_ERROR_INVALID_PARAM);
+    EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemcpy", "kind", std::to_string(kind).c_str()}));
+  }
+
+  // destMax is the caller's claim; the registered allocation is the truth.
+  char* inside = static_cast<char*>(device) + 1000;
+  EXPECT_EQ(aclrtMemcpy(inside, 4096, host.data(), 100, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemcpy", "dst", "count (100)", "1024 bytes", "only 24 bytes"}));
+  EXPECT_EQ(aclrtMemcpy(host.data(), 4096, inside, 25, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemcpy", "src", "count (25)"}));
+  EXPECT_EQ(aclrtMemcpy(device, 8192, host.data(), 1025, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  TakeErrors();
+  // Nothing was written by the refused copies.
+  for (int i = 0; i < 1024; ++i) ASSERT_EQ(static_cast<unsigned char*>(device)[i], 0x22) << i;
+  for (unsigned char byte : host) ASSERT_EQ(byte, 0x11);
+  // Exactly up to the end is fine.
+  EXPECT_EQ(aclrtMemcpy(inside, 24, host.data(), 24, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+
+  // Host allocations are range-checked as well.
+  void* pinned = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&pinned, 64), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemcpy(pinned, 128, device, 65, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemcpy", "dst", "host allocation"}));
+  EXPECT_EQ(aclrtFreeHost(pinned), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(device), ACL_SUCCESS);
+}
+
+TEST_F(MemoryTest, MemsetChecksAndSetsOnlyTheRange) {
+  void* device = nullptr;
+  ASSERT_EQ(aclrtMalloc(&device, 256, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  auto* bytes = static_cast<unsigned char*>(device);
+  std::memset(device, 0x33, 256);
+
+  EXPECT_EQ(aclrtMemset(bytes + 16, 200, 0x1AB, 100), ACL_SUCCESS);  // value is taken as unsigned char
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(bytes[i], (i >= 16 && i < 116) ? 0xAB : 0x33) << i;
+
+  EXPECT_EQ(aclrtMemset(nullptr, 10, 0, 10), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemset", "devPtr", "null"}));
+  EXPECT_EQ(aclrtMemset(device, 10, 0, 11), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(TakeErrors(), "aclrtMemset: count (11) must not exceed maxCount (10)");
+  EXPECT_EQ(aclrtMemset(bytes + 200, 1000, 0, 57), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), {"aclrtMemset", "devPtr", "count (57)", "only 56 bytes"}));
+  EXPECT_EQ(aclrtMemset(bytes + 200, 1000, 0x7F, 56), ACL_SUCCESS);
+  EXPECT_EQ(bytes[255], 0x7F);
+  EXPECT_EQ(bytes[199], 0x33);
+  // Memory we did not allocate is the caller's responsibility, and is written.
+  unsigned char local[8] = {};
+  EXPECT_EQ(aclrtMemset(local, sizeof local, -1, sizeof local), ACL_SUCCESS);
+  for (unsigned char byte : local) EXPECT_EQ(byte, 0xFF);
+  EXPECT_EQ(aclrtFree(device), ACL_SUCCESS);
+}
+
+// A task writes a buffer; a memcpy issued right after enqueueing it must see what the task wrote.
+TEST_F(MemoryTest, MemcpyAndMemsetAreOrderedAfterQueuedTasks) {
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  int32_t* device = nullptr;
+  ASSERT_EQ(aclrtMalloc(reinterpret_cast<void**>(&device), 64 * sizeof(int32_t), ACL_MEM_MALLOC_HUGE_FIRST),
+            ACL_SUCCESS);
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_EQ(EnqueueTask(stream, [device, round] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                for (int i = 0; i < 64; ++i) device[i] = round * 1000 + i;
+                return ACL_SUCCESS;
+              }),
+              ACL_SUCCESS);
+    std::vector<int32_t> host(64, -1);
+    ASSERT_EQ(aclrtMemcpy(host.data(), 64 * sizeof(int32_t), device, 64 * sizeof(int32_t), ACL_MEMCPY_DEVICE_TO_HOST),
+              ACL_SUCCESS);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(host[i], round * 1000 + i);
+  }
+  // The default stream too, and memset: the task's write comes first, then the memset.
+  ASSERT_EQ(EnqueueTask(nullptr, [device] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(5));
+              device[0] = 12345;
+              return ACL_SUCCESS;
+            }),
+            ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemset(device, sizeof(int32_t), 0, sizeof(int32_t)), ACL_SUCCESS);
+  EXPECT_EQ(device[0], 0);
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(device), ACL_SUCCESS);
+}
+
+// A memcpy waits for the streams but leaves their failures for the next synchronisation.
+TEST_F(MemoryTest, MemcpyDoesNotConsumeStreamFailures) {
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  ASSERT_EQ(EnqueueTask(stream, [] { return 424242; }), ACL_SUCCESS);
+  int a = 1, b = 2;
+  EXPECT_EQ(aclrtMemcpy(&a, sizeof a, &b, sizeof b, ACL_MEMCPY_HOST_TO_HOST), ACL_SUCCESS);
+  EXPECT_EQ(a, 2);
+  EXPECT_EQ(aclGetRecentErrMsg(), nullptr);
+  EXPECT_EQ(aclrtSynchronizeStream(stream), 424242);
+  TakeErrors();
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+// aclrtFree waits for queued work that still uses the memory (ASan would flag a use after free otherwise).
+TEST_F(MemoryTest, FreeWaitsForQueuedTasks) {
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  for (bool host : {false, true}) {
+    void* memory = nullptr;
+    if (host) {
+      ASSERT_EQ(aclrtMallocHost(&memory, 4096), ACL_SUCCESS);
+    } else {
+      ASSERT_EQ(aclrtMalloc(&memory, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    }
+    *finished = false;
+    ASSERT_EQ(EnqueueTask(stream, [memory, finished] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                std::memset(memory, 0x42, 4096);
+                *finished = true;
+                return ACL_SUCCESS;
+              }),
+              ACL_SUCCESS);
+    EXPECT_EQ(host ? aclrtFreeHost(memory) : aclrtFree(memory), ACL_SUCCESS);
+    EXPECT_TRUE(finished->load());
+  }
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+// Allocation, copies and frees from several threads at once keep the registries consistent.
+TEST_F(MemoryTest, ConcurrentAllocationAndCopies) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      for (int i = 0; i < 200; ++i) {
+        const size_t size = 1 + rng() % 512;
+        void* p = nullptr;
+        ASSERT_EQ(aclrtMalloc(&p, size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        const std::vector<unsigned char> data = RandomBytes(size, static_cast<unsigned>(i));
+        ASSERT_EQ(aclrtMemcpy(p, size, data.data(), size, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+        std::vector<unsigned char> back(size);
+        ASSERT_EQ(aclrtMemcpy(back.data(), size, p, size, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+        ASSERT_EQ(back, data);
+        // Overruns the allocation (refused before src is read).
+        ASSERT_EQ(aclrtMemcpy(p, size + 1, data.data(), size + 1, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+        ASSERT_EQ(aclrtFree(p), ACL_SUCCESS);
+      }
+      TakeErrors();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+}  // namespace
