@@ -1,0 +1,139 @@
+// OpChecker: the argument checks of the aclnn entry points, with CANN's status codes and messages that name the
+// operator, the parameter, the values involved and the rule. Only the first failure of a call is recorded.
+#include "pacl/op_glue.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+
+#include "aclnn/acl_meta.h"
+#include "aclnn/opdev/op_errno.h"
+#include "pacl/dtype.h"
+#include "pacl/error.h"
+#include "pacl/tensor.h"
+#include "pacl/tensor_objects.h"
+
+namespace pacl {
+
+namespace {
+
+std::string VFormat(const char* format, va_list args) {
+  va_list measure;
+  va_copy(measure, args);
+  const int length = std::vsnprintf(nullptr, 0, format, measure);
+  va_end(measure);
+  if (length <= 0) return std::string();
+  std::string text(static_cast<size_t>(length) + 1, '\0');
+  std::vsnprintf(&text[0], text.size(), format, args);
+  text.resize(static_cast<size_t>(length));
+  return text;
+}
+
+bool IsPlainFormat(aclFormat format) {
+  switch (format) {
+    case ACL_FORMAT_ND:
+    case ACL_FORMAT_NCHW:
+    case ACL_FORMAT_NHWC:
+    case ACL_FORMAT_NC:
+    case ACL_FORMAT_NCL:
+    case ACL_FORMAT_NCDHW:
+    case ACL_FORMAT_NDHWC:
+    case ACL_FORMAT_HWCN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+aclnnStatus OpChecker::Fail(aclnnStatus status, const std::string& message) {
+  if (!ok()) return status_;  // the first failure is the one reported
+  status_ = status;
+  SetRecentErrorMessage(std::string(op_name_ != nullptr ? op_name_ : "") + ": " + message);
+  return status_;
+}
+
+bool OpChecker::NotNull(const void* p, const char* param) {
+  if (!ok()) return false;
+  if (p != nullptr) return true;
+  Fail(ACLNN_ERR_PARAM_NULLPTR, StrFormat("%s must not be null", param));
+  return false;
+}
+
+bool OpChecker::OutPointers(const uint64_t* workspace_size, aclOpExecutor* const* executor) {
+  return NotNull(workspace_size, "workspaceSize") && NotNull(executor, "executor");
+}
+
+bool OpChecker::Tensor(const aclTensor* t, const char* param) {
+  if (!NotNull(t, param)) return false;
+  if (t->desc.data == nullptr && t->desc.NumElements() > 0) {
+    Fail(ACLNN_ERR_PARAM_NULLPTR,
+         StrFormat("%s data must not be null (the tensor has shape %s)", param, t->desc.ShapeString().c_str()));
+    return false;
+  }
+  return true;
+}
+
+bool OpChecker::Rank(const TensorDesc& t, const char* param, int rank) {
+  if (!ok()) return false;
+  if (t.rank == rank) return true;
+  Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s must be %d-D, got shape %s", param, rank, t.ShapeString().c_str()));
+  return false;
+}
+
+bool OpChecker::DType(const TensorDesc& t, const char* param, std::initializer_list<aclDataType> allowed) {
+  if (!ok()) return false;
+  for (aclDataType dtype : allowed) {
+    if (t.dtype == dtype) return true;
+  }
+  std::string names;
+  for (aclDataType dtype : allowed) {
+    if (!names.empty()) names += ", ";
+    names += DataTypeName(dtype);
+  }
+  Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s dtype must be %s%s, got %s", param, allowed.size() > 1 ? "one of " : "",
+                                          names.c_str(), DataTypeName(t.dtype)));
+  return false;
+}
+
+bool OpChecker::SameDType(const TensorDesc& a, const char* a_param, const TensorDesc& b, const char* b_param) {
+  if (!ok()) return false;
+  if (a.dtype == b.dtype) return true;
+  Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s dtype must equal %s dtype (%s), got %s", b_param, a_param,
+                                          DataTypeName(a.dtype), DataTypeName(b.dtype)));
+  return false;
+}
+
+bool OpChecker::SameShape(const TensorDesc& a, const char* a_param, const TensorDesc& b, const char* b_param) {
+  if (!ok()) return false;
+  bool same = a.rank == b.rank;
+  for (int d = 0; same && d < a.rank; ++d) same = a.shape[d] == b.shape[d];
+  if (same) return true;
+  Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s shape must equal %s shape %s, got %s", b_param, a_param,
+                                          a.ShapeString().c_str(), b.ShapeString().c_str()));
+  return false;
+}
+
+bool OpChecker::PlainFormat(const TensorDesc& t, const char* param) {
+  if (!ok()) return false;
+  if (IsPlainFormat(t.format)) return true;
+  Fail(ACLNN_ERR_PARAM_INVALID,
+       StrFormat("%s format must be ND (or another plain layout: NCHW, NHWC, NC, NCL, NCDHW, NDHWC, HWCN), got %s",
+                 param, FormatName(t.format).c_str()));
+  return false;
+}
+
+bool OpChecker::Check(bool ok_condition, const char* format, ...) {
+  if (!ok()) return false;
+  if (ok_condition) return true;
+  va_list args;
+  va_start(args, format);
+  std::string message = VFormat(format, args);
+  va_end(args);
+  Fail(ACLNN_ERR_PARAM_INVALID, message);
+  return false;
+}
+
+}  // namespace pacl
