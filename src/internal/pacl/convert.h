@@ -21,6 +21,15 @@ PACL_INTERNAL_API void StoreFromFloat(const float* src, aclDataType dst_type, vo
 // Name of the instruction-set target Highway chose for this process ("AVX3", "AVX2", ...), for benchmarks/demo.
 PACL_INTERNAL_API const char* SimdTargetName();
 
+// For tests only: they let the conversion tests run on every compiled target and change process-wide Highway
+// state (not safe while another thread converts).
+namespace convert_testing {
+// Highway target bits (HWY_AVX3, HWY_SSE4, ...) compiled into libnnopbase that this CPU can run.
+PACL_INTERNAL_API int64_t AvailableSimdTargetsForTest();
+// Makes dynamic dispatch choose among `targets` only (the best of them); 0 restores the normal choice.
+PACL_INTERNAL_API void SetSimdTargetsForTest(int64_t targets);
+}  // namespace convert_testing
+
 }  // namespace pacl
 
 #endif  // PACL_CONVERT_H_
