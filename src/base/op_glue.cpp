@@ -18,18 +18,6 @@ namespace pacl {
 
 namespace {
 
-std::string VFormat(const char* format, va_list args) {
-  va_list measure;
-  va_copy(measure, args);
-  const int length = std::vsnprintf(nullptr, 0, format, measure);
-  va_end(measure);
-  if (length <= 0) return std::string();
-  std::string text(static_cast<size_t>(length) + 1, '\0');
-  std::vsnprintf(&text[0], text.size(), format, args);
-  text.resize(static_cast<size_t>(length));
-  return text;
-}
-
 bool IsPlainFormat(aclFormat format) {
   switch (format) {
     case ACL_FORMAT_ND:
@@ -125,12 +113,22 @@ bool OpChecker::PlainFormat(const TensorDesc& t, const char* param) {
   return false;
 }
 
+bool OpChecker::DistinctOutputElements(const TensorDesc& t, const char* param) {
+  if (!ok()) return false;
+  if (t.ElementsAreDistinct()) return true;
+  Fail(ACLNN_ERR_PARAM_INVALID,
+       StrFormat("%s must not have elements that share memory, got shape %s with strides %s (an output view needs "
+                 "distinct memory for every element)",
+                 param, t.ShapeString().c_str(), t.StridesString().c_str()));
+  return false;
+}
+
 bool OpChecker::Check(bool ok_condition, const char* format, ...) {
   if (!ok()) return false;
   if (ok_condition) return true;
   va_list args;
   va_start(args, format);
-  std::string message = VFormat(format, args);
+  std::string message = VStrFormat(format, args);
   va_end(args);
   Fail(ACLNN_ERR_PARAM_INVALID, message);
   return false;

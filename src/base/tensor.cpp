@@ -11,6 +11,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "aclnn/acl_meta.h"
 #include "aclnn/opdev/op_errno.h"
@@ -37,14 +38,45 @@ bool TensorDesc::IsContiguous() const {
   return true;
 }
 
-std::string TensorDesc::ShapeString() const {
+namespace {
+std::string JoinDims(const int64_t* values, int count) {
   std::string text = "[";
-  for (int d = 0; d < rank; ++d) {
+  for (int d = 0; d < count; ++d) {
     if (d > 0) text += ", ";
-    text += std::to_string(shape[d]);
+    text += std::to_string(values[d]);
   }
   text += "]";
   return text;
+}
+}  // namespace
+
+std::string TensorDesc::ShapeString() const { return JoinDims(shape, rank); }
+
+std::string TensorDesc::StridesString() const { return JoinDims(strides, rank); }
+
+bool TensorDesc::ElementsAreDistinct() const {
+  int64_t abs_strides[kMaxRank];
+  int64_t sizes[kMaxRank];
+  int count = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] == 0) return true;  // no elements at all
+    if (shape[d] == 1) continue;
+    abs_strides[count] = strides[d] < 0 ? -strides[d] : strides[d];
+    sizes[count] = shape[d];
+    ++count;
+  }
+  for (int i = 1; i < count; ++i) {  // insertion sort by |stride|: at most kMaxRank entries
+    for (int j = i; j > 0 && abs_strides[j] < abs_strides[j - 1]; --j) {
+      std::swap(abs_strides[j], abs_strides[j - 1]);
+      std::swap(sizes[j], sizes[j - 1]);
+    }
+  }
+  int64_t reach = 0;  // the largest element offset reachable with the dims seen so far
+  for (int i = 0; i < count; ++i) {
+    if (abs_strides[i] <= reach) return false;
+    reach += (sizes[i] - 1) * abs_strides[i];
+  }
+  return true;
 }
 
 size_t TensorDesc::ElementSize() const { return DataTypeSize(dtype); }

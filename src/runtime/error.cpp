@@ -26,18 +26,6 @@ ThreadMessages& Messages() {
   return messages;
 }
 
-std::string VFormat(const char* format, va_list args) {
-  va_list copy;
-  va_copy(copy, args);
-  const int length = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  if (length <= 0) return std::string();
-  std::string text(static_cast<size_t>(length) + 1, '\0');
-  std::vsnprintf(&text[0], text.size(), format, args);
-  text.resize(static_cast<size_t>(length));
-  return text;
-}
-
 }  // namespace
 
 void SetRecentErrorMessage(const std::string& message) {
@@ -52,10 +40,22 @@ std::string RecentErrorMessage() {
   return messages.pending.empty() ? std::string() : messages.pending.back();
 }
 
+std::string VStrFormat(const char* format, va_list args) {
+  va_list copy;
+  va_copy(copy, args);
+  const int length = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  if (length <= 0) return std::string();
+  std::string text(static_cast<size_t>(length) + 1, '\0');
+  std::vsnprintf(&text[0], text.size(), format, args);
+  text.resize(static_cast<size_t>(length));
+  return text;
+}
+
 std::string StrFormat(const char* format, ...) {
   va_list args;
   va_start(args, format);
-  std::string text = VFormat(format, args);
+  std::string text = VStrFormat(format, args);
   va_end(args);
   return text;
 }

@@ -168,6 +168,20 @@ TEST_F(OpCheckerTest, SameShape) {
                 "aclnnTest: out shape must equal gradOutput shape [2, 3], got [2, 3, 1]");
 }
 
+TEST_F(OpCheckerTest, DistinctOutputElements) {
+  pacl::OpChecker good("aclnnTest");
+  EXPECT_TRUE(good.DistinctOutputElements(Desc({2, 3}), "out"));
+  EXPECT_TRUE(good.ok());
+
+  pacl::TensorDesc broadcast = Desc({2, 3});
+  broadcast.strides[0] = 0;
+  pacl::OpChecker bad("aclnnTest");
+  EXPECT_FALSE(bad.DistinctOutputElements(broadcast, "out"));
+  ExpectFailure(bad, ACLNN_ERR_PARAM_INVALID,
+                "aclnnTest: out must not have elements that share memory, got shape [2, 3] with strides [0, 1] (an "
+                "output view needs distinct memory for every element)");
+}
+
 TEST_F(OpCheckerTest, PlainFormat) {
   pacl::OpChecker good("aclnnTest");
   for (aclFormat format : {ACL_FORMAT_ND, ACL_FORMAT_NCHW, ACL_FORMAT_NHWC, ACL_FORMAT_NC, ACL_FORMAT_NCL,

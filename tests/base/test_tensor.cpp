@@ -530,3 +530,39 @@ TEST(TensorDescTest, ElementAddressFollowsStridesAndOffset) {
 }
 
 }  // namespace
+
+namespace {
+
+pacl::TensorDesc ViewOf(std::vector<int64_t> shape, std::vector<int64_t> strides) {
+  pacl::TensorDesc desc;
+  desc.dtype = ACL_FLOAT;
+  desc.rank = static_cast<int>(shape.size());
+  for (int d = 0; d < desc.rank; ++d) {
+    desc.shape[d] = shape[d];
+    desc.strides[d] = strides[d];
+  }
+  return desc;
+}
+
+TEST(TensorDescTest, StridesStringListsTheStrides) {
+  EXPECT_EQ(ViewOf({2, 3}, {1, -2}).StridesString(), "[1, -2]");
+  EXPECT_EQ(ViewOf({}, {}).StridesString(), "[]");
+}
+
+TEST(TensorDescTest, DistinctElementsForPackedTransposedAndPaddedViews) {
+  EXPECT_TRUE(ViewOf({2, 3, 4}, {12, 4, 1}).ElementsAreDistinct());
+  EXPECT_TRUE(ViewOf({2, 3, 4}, {12, 1, 3}).ElementsAreDistinct());   // last two dims transposed
+  EXPECT_TRUE(ViewOf({2, 3, 4}, {40, 10, 2}).ElementsAreDistinct());  // padded
+  EXPECT_TRUE(ViewOf({3, 4}, {-4, 1}).ElementsAreDistinct());         // negative stride
+  EXPECT_TRUE(ViewOf({1, 5}, {0, 1}).ElementsAreDistinct());          // stride 0 on a size-1 dim
+  EXPECT_TRUE(ViewOf({0, 5}, {0, 0}).ElementsAreDistinct());          // no elements
+}
+
+TEST(TensorDescTest, OverlappingElementsAreDetected) {
+  EXPECT_FALSE(ViewOf({2, 5}, {0, 1}).ElementsAreDistinct());  // broadcast row
+  EXPECT_FALSE(ViewOf({3, 4}, {2, 1}).ElementsAreDistinct());  // rows overlap by two elements
+  EXPECT_FALSE(ViewOf({4, 4}, {1, 1}).ElementsAreDistinct());  // sliding window
+  EXPECT_FALSE(ViewOf({2, 3}, {3, 0}).ElementsAreDistinct());
+}
+
+}  // namespace

@@ -2,6 +2,7 @@
 #ifndef PACL_ERROR_H_
 #define PACL_ERROR_H_
 
+#include <cstdarg>
 #include <string>
 
 #include "pacl/export.h"
@@ -18,6 +19,8 @@ PACL_INTERNAL_API std::string RecentErrorMessage();
 
 // printf-style formatting into a std::string.
 PACL_INTERNAL_API std::string StrFormat(const char* format, ...) __attribute__((format(printf, 1, 2)));
+// The same with a va_list (args is consumed).
+PACL_INTERNAL_API std::string VStrFormat(const char* format, va_list args) __attribute__((format(printf, 1, 0)));
 
 }  // namespace pacl
 

@@ -48,6 +48,8 @@ class PACL_INTERNAL_API OpChecker {
   bool SameShape(const TensorDesc& a, const char* a_param, const TensorDesc& b, const char* b_param);
   // 161002 unless t's format is ND or another plain (non-private) layout: ND, NCHW, NHWC, NC, NCL, NCDHW, NDHWC, HWCN.
   bool PlainFormat(const TensorDesc& t, const char* param);
+  // 161002 unless the output view t has no two elements sharing memory (TensorDesc::ElementsAreDistinct).
+  bool DistinctOutputElements(const TensorDesc& t, const char* param);
   // 161002 with "<op>: " + the formatted message unless ok.
   bool Check(bool ok, const char* format, ...) __attribute__((format(printf, 3, 4)));
 

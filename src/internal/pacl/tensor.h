@@ -34,6 +34,13 @@ struct TensorDesc {
   PACL_INTERNAL_API bool IsContiguous() const;
   // "[2, 3, 5]".
   PACL_INTERNAL_API std::string ShapeString() const;
+  // The strides in the same form.
+  PACL_INTERNAL_API std::string StridesString() const;
+  // True when no two elements of the view share a memory location, proved by a sufficient condition: ordering
+  // the dims of size > 1 by |stride|, each |stride| exceeds the largest offset the smaller dims reach. (Views that
+  // interleave in stranger ways are reported as overlapping.) Outputs must have distinct elements, or parallel
+  // kernels would race.
+  PACL_INTERNAL_API bool ElementsAreDistinct() const;
   // Size of one element in bytes.
   PACL_INTERNAL_API size_t ElementSize() const;
   // Address of the view's element at index (rank entries).
