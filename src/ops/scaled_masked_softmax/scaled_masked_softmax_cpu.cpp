@@ -1,0 +1,334 @@
+// NOTE [Scaled masked softmax on the CPU]
+//
+// Problem. All tensors are (B, N, S1, S2); the softmax runs over S2 ("a row", at most kMaxRowLength = 4096
+// elements). The BOOL mask is (Bm, Nm, S1, S2) with Bm in {1, B}, Nm in {1, N}; phase 1 turned it into broadcast
+// strides (0 along a broadcast dim), so every operand is read through element strides for (b, n, s1, s2) from its
+// own view (any strides, any offset).
+//
+// Algorithm, per row (fp32 arithmetic whatever the storage dtype):
+//   forward:  v = mask ? -10000 : x * scale;  m = max(v);  e = exp(v - m);  y = e / sum(e).
+//             A fully masked row has v = -10000 everywhere, so e = 1 and y = 1/S2 exactly as the spec asks.
+//   backward: s = sum(dy * y);  out = mask ? 0 : scale * y * (dy - s)
+//             (algebraically scale * (dy*y - s*y); one subtraction before the products loses less to rounding).
+//             Masked elements are written as exactly 0 even when the inputs hold NaN or Inf.
+//
+// Memory layout and data movement. A row is S2 elements at an element stride (1 for the usual layouts, S1 for a
+// transposed view). A row of FLOAT with stride 1 is used straight from (and written straight to) the tensor;
+// any other row (FLOAT16, BFLOAT16, or a strided row) is converted into an fp32 stack buffer with
+// pacl::LoadAsFloat and written back with pacl::StoreFromFloat (one round-to-nearest-even per element).
+// The row fits in L1 (16 KiB of fp32 at S2 = 4096), so the second pass of each algorithm re-reads it from cache:
+// the main memory traffic is each input once and the output once. A contiguous mask row is read as bytes and
+// widened to 32-bit lanes (nonzero = masked); a strided one is first gathered into a stack byte row.
+// Rows are visited in the order (b, n, s1), s1 fastest, so a contiguous tensor is streamed front to back. (Visiting
+// (b, s1, n) instead, to keep a head-broadcast mask row in L1 across the N heads, makes every row a separate short
+// stream N rows away from the previous one; the hardware prefetchers then restart at every row, and it measured
+// about 3x slower for FLOAT16 at (4, 16, 1024, 1024).) A mask that broadcasts over heads is re-read once per head,
+// but its per-batch slice (S1 * S2 bytes) stays in L2/L3 between heads, so memory sees it about once.
+//
+// Parallelism and determinism. pacl::ParallelFor splits the rows into chunks of about kChunkElements elements;
+// the chunk size depends only on S2, never on the thread count. A row is computed entirely by one thread, and its
+// reductions (sum of dy*y, max, sum of exp) run in an order fixed by S2 and the SIMD width alone: a fixed set of
+// vector accumulators (four for sum(dy*y), two for the exp sum) fed in row order, a zero-padded last vector, then
+// a fixed tree across the accumulators and lanes. So results are bit-identical run to run and for any number of threads
+// (Highway picks the instruction set once per process; a different instruction set may differ in the last bits). There
+// is no cross-row reduction, so no workspace is needed.
+//
+// Aliasing. An output that is the very same view as an input (in-place) is supported: each element is read
+// before it is written, within one row. Outputs that partially overlap an input are not supported (the result is
+// unspecified but memory-safe); phase 1 rejects outputs that overlap themselves.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "pacl/convert.h"
+#include "pacl/dtype.h"
+#include "pacl/parallel.h"
+#include "scaled_masked_softmax/scaled_masked_softmax_params.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "scaled_masked_softmax/scaled_masked_softmax_cpu.cpp"
+// foreach_target.h must come first: it re-includes this file once per target.
+// clang-format off
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+// clang-format on
+
+// Target-independent helpers (this file is compiled once per SIMD target; define these once).
+#ifndef PACL_OPS_SCALED_MASKED_SOFTMAX_CPU_SHARED_
+#define PACL_OPS_SCALED_MASKED_SOFTMAX_CPU_SHARED_
+namespace pacl::scaled_masked_softmax {
+
+// Rows per ParallelFor chunk: about this many elements, whatever the thread count.
+inline constexpr int64_t kChunkElements = int64_t{1} << 16;
+// Stack row buffers hold a full row plus one vector of padding (a padded last vector is stored whole).
+inline constexpr int64_t kRowBufferLength = kMaxRowLength + 64;
+
+inline int64_t RowsPerChunk(int64_t row_length) {
+  const int64_t rows = kChunkElements / row_length;
+  return rows > 0 ? rows : 1;
+}
+
+// Where the row (b, n, s1) of an operand starts.
+inline char* RowStart(const SoftmaxOperand& operand, int64_t element_bytes, int64_t b, int64_t n, int64_t s1) {
+  const int64_t element =
+      operand.desc.offset + b * operand.strides[0] + n * operand.strides[1] + s1 * operand.strides[2];
+  return static_cast<char*>(operand.desc.data) + element * element_bytes;
+}
+
+// Row r of the visiting order (b, n, s1), s1 fastest: row-major order of a contiguous (B, N, S1, S2) tensor.
+struct RowIndex {
+  int64_t b;
+  int64_t n;
+  int64_t s1;
+};
+inline RowIndex RowAt(const SoftmaxShape& shape, int64_t row) {
+  RowIndex index;
+  index.s1 = row % shape.query_len;
+  const int64_t bn = row / shape.query_len;
+  index.n = bn % shape.heads;
+  index.b = bn / shape.heads;
+  return index;
+}
+
+// The row as fp32: the tensor's own memory for a unit-stride FLOAT row, else converted into buffer.
+inline const float* RowAsFloat(const SoftmaxOperand& operand, const char* start, int64_t length, float* buffer) {
+  const int64_t stride = operand.strides[3];
+  if (operand.desc.dtype == ACL_FLOAT && stride == 1) return reinterpret_cast<const float*>(start);
+  LoadAsFloat(operand.desc.dtype, start, stride, buffer, length);
+  return buffer;
+}
+
+// Whether an output row can be written in place of the fp32 buffer.
+inline bool WritesDirectly(const SoftmaxOperand& operand) {
+  return operand.desc.dtype == ACL_FLOAT && operand.strides[3] == 1;
+}
+
+// The mask row as bytes: the tensor's own memory at unit stride, else gathered into buffer.
+inline const uint8_t* MaskRow(const SoftmaxOperand& mask, const char* start, int64_t length, uint8_t* buffer) {
+  const int64_t stride = mask.strides[3];
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(start);
+  if (stride == 1) return bytes;
+  for (int64_t i = 0; i < length; ++i) buffer[i] = bytes[i * stride];
+  return buffer;
+}
+
+}  // namespace pacl::scaled_masked_softmax
+#endif  // PACL_OPS_SCALED_MASKED_SOFTMAX_CPU_SHARED_
+
+HWY_BEFORE_NAMESPACE();
+namespace pacl::scaled_masked_softmax {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+using MF = hn::Mask<DF>;
+
+// The last, partial vector of a row: lanes [0, count) from p, zeros beyond; never touches p[count] or later.
+HWY_INLINE VF LoadPartial(DF d, const float* p, size_t count) {
+  HWY_ALIGN float lanes[hn::MaxLanes(DF())] = {};
+  std::memcpy(lanes, p, count * sizeof(float));
+  return hn::Load(d, lanes);
+}
+HWY_INLINE void StorePartial(DF d, VF v, float* p, size_t count) {
+  HWY_ALIGN float lanes[hn::MaxLanes(DF())];
+  hn::Store(v, d, lanes);
+  std::memcpy(p, lanes, count * sizeof(float));
+}
+
+// Lanes whose mask byte is nonzero.
+HWY_INLINE MF MaskedLanes(DF d, const uint8_t* bytes) {
+  const hn::Rebind<uint8_t, DF> d8;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(d8, bytes)), hn::Zero(du)));
+}
+HWY_INLINE MF MaskedLanesPartial(DF d, const uint8_t* bytes, size_t count) {
+  uint8_t lanes[hn::MaxLanes(DF())] = {};
+  std::memcpy(lanes, bytes, count);
+  return MaskedLanes(d, lanes);
+}
+
+// sum(a[i] * b[i]) for i < n in a fixed order (see the NOTE).
+HWY_INLINE float DotRow(DF d, const float* a, const float* b, size_t n) {
+  const size_t lanes = hn::Lanes(d);
+  VF acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+    acc1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes), acc1);
+    acc2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * lanes), hn::LoadU(d, b + i + 2 * lanes), acc2);
+    acc3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * lanes), hn::LoadU(d, b + i + 3 * lanes), acc3);
+  }
+  for (; i + lanes <= n; i += lanes) acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+  if (i < n) acc1 = hn::MulAdd(LoadPartial(d, a + i, n - i), LoadPartial(d, b + i, n - i), acc1);
+  const VF total = hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3));
+  return hn::GetLane(hn::SumOfLanes(d, total));
+}
+
+// out = mask ? 0 : scale * y * (dy - s) for one row. out may be dy or y itself (same elements).
+HWY_INLINE void BackwardRow(DF d, const float* dy, const float* y, const uint8_t* mask, float scale, size_t n,
+                            float* out) {
+  const size_t lanes = hn::Lanes(d);
+  const float s = DotRow(d, dy, y, n);
+  const VF vs = hn::Set(d, s);
+  const VF vscale = hn::Set(d, scale);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const VF g = hn::Mul(hn::Mul(vscale, hn::LoadU(d, y + i)), hn::Sub(hn::LoadU(d, dy + i), vs));
+    hn::StoreU(hn::IfThenZeroElse(MaskedLanes(d, mask + i), g), d, out + i);
+  }
+  if (i < n) {
+    const size_t rest = n - i;
+    const VF g = hn::Mul(hn::Mul(vscale, LoadPartial(d, y + i, rest)), hn::Sub(LoadPartial(d, dy + i, rest), vs));
+    StorePartial(d, hn::IfThenZeroElse(MaskedLanesPartial(d, mask + i, rest), g), out + i, rest);
+  }
+}
+
+// One forward row. logits is a buffer of at least n rounded up to whole vectors; out may be x itself or logits.
+HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scale, size_t n, float* logits,
+                           float* out) {
+  const size_t lanes = hn::Lanes(d);
+  const VF vscale = hn::Set(d, scale);
+  const VF masked_logit = hn::Set(d, kMaskedLogit);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+
+  // Pass 1: logits and their max. The padding lanes of the last vector get -inf, so exp() makes them 0 below.
+  VF vmax = neg_inf;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const VF v = hn::IfThenElse(MaskedLanes(d, mask + i), masked_logit, hn::Mul(hn::LoadU(d, x + i), vscale));
+    hn::Store(v, d, logits + i);
+    vmax = hn::Max(vmax, v);
+  }
+  if (i < n) {
+    const size_t rest = n - i;
+    VF v = hn::IfThenElse(MaskedLanesPartial(d, mask + i, rest), masked_logit,
+                          hn::Mul(LoadPartial(d, x + i, rest), vscale));
+    v = hn::IfThenElse(hn::FirstN(d, rest), v, neg_inf);
+    hn::Store(v, d, logits + i);
+    vmax = hn::Max(vmax, v);
+  }
+  const size_t padded = (n + lanes - 1) / lanes * lanes;
+  const VF row_max = hn::MaxOfLanes(d, vmax);
+
+  // Pass 2: exponentials (in place) and their sum, over whole vectors.
+  VF sum0 = hn::Zero(d), sum1 = hn::Zero(d);
+  size_t j = 0;
+  for (; j + 2 * lanes <= padded; j += 2 * lanes) {
+    const VF e0 = hn::Exp(d, hn::Sub(hn::Load(d, logits + j), row_max));
+    const VF e1 = hn::Exp(d, hn::Sub(hn::Load(d, logits + j + lanes), row_max));
+    hn::Store(e0, d, logits + j);
+    hn::Store(e1, d, logits + j + lanes);
+    sum0 = hn::Add(sum0, e0);
+    sum1 = hn::Add(sum1, e1);
+  }
+  if (j < padded) {
+    const VF e0 = hn::Exp(d, hn::Sub(hn::Load(d, logits + j), row_max));
+    hn::Store(e0, d, logits + j);
+    sum0 = hn::Add(sum0, e0);
+  }
+  const VF total = hn::SumOfLanes(d, hn::Add(sum0, sum1));
+
+  // Pass 3: normalize. The row max contributes exp(0) = 1, so total >= 1.
+  size_t k = 0;
+  for (; k + lanes <= n; k += lanes) hn::StoreU(hn::Div(hn::Load(d, logits + k), total), d, out + k);
+  if (k < n) {
+    const VF y = hn::Div(hn::Load(d, logits + k), total);
+    if (out == logits) {
+      hn::Store(y, d, logits + k);
+    } else {
+      StorePartial(d, y, out + k, n - k);
+    }
+  }
+}
+
+void BackwardRows(const BackwardParams& p, int64_t row_begin, int64_t row_end) {
+  const DF d;
+  const int64_t length = p.shape.key_len;
+  const int64_t value_bytes = static_cast<int64_t>(DataTypeSize(p.grad_output.desc.dtype));
+  HWY_ALIGN float dy_buffer[kRowBufferLength];
+  HWY_ALIGN float y_buffer[kRowBufferLength];
+  HWY_ALIGN float out_buffer[kRowBufferLength];
+  HWY_ALIGN uint8_t mask_buffer[kRowBufferLength];
+  const char* last_mask_start = nullptr;
+  const uint8_t* mask_row = nullptr;
+  const bool out_direct = WritesDirectly(p.out);
+
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const RowIndex r = RowAt(p.shape, row);
+    const char* mask_start = RowStart(p.mask, 1, r.b, r.n, r.s1);
+    if (mask_row == nullptr || mask_start != last_mask_start) {  // else: the previous row's (S1 == 1, Nm == 1)
+      mask_row = MaskRow(p.mask, mask_start, length, mask_buffer);
+      last_mask_start = mask_start;
+    }
+    const float* dy =
+        RowAsFloat(p.grad_output, RowStart(p.grad_output, value_bytes, r.b, r.n, r.s1), length, dy_buffer);
+    const float* y = RowAsFloat(p.y, RowStart(p.y, value_bytes, r.b, r.n, r.s1), length, y_buffer);
+    char* out_start = RowStart(p.out, value_bytes, r.b, r.n, r.s1);
+    float* out = out_direct ? reinterpret_cast<float*>(out_start) : out_buffer;
+    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out);
+    if (!out_direct) StoreFromFloat(out_buffer, p.out.desc.dtype, out_start, p.out.strides[3], length);
+  }
+}
+
+void ForwardRows(const ForwardParams& p, int64_t row_begin, int64_t row_end) {
+  const DF d;
+  const int64_t length = p.shape.key_len;
+  const int64_t value_bytes = static_cast<int64_t>(DataTypeSize(p.x.desc.dtype));
+  HWY_ALIGN float x_buffer[kRowBufferLength];
+  HWY_ALIGN float logits[kRowBufferLength];
+  HWY_ALIGN uint8_t mask_buffer[kRowBufferLength];
+  const char* last_mask_start = nullptr;
+  const uint8_t* mask_row = nullptr;
+  const bool y_direct = WritesDirectly(p.y);
+
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const RowIndex r = RowAt(p.shape, row);
+    const char* mask_start = RowStart(p.mask, 1, r.b, r.n, r.s1);
+    if (mask_row == nullptr || mask_start != last_mask_start) {  // else: the previous row's (S1 == 1, Nm == 1)
+      mask_row = MaskRow(p.mask, mask_start, length, mask_buffer);
+      last_mask_start = mask_start;
+    }
+    const float* x = RowAsFloat(p.x, RowStart(p.x, value_bytes, r.b, r.n, r.s1), length, x_buffer);
+    char* y_start = RowStart(p.y, value_bytes, r.b, r.n, r.s1);
+    float* y = y_direct ? reinterpret_cast<float*>(y_start) : logits;
+    ForwardRow(d, x, mask_row, p.scale, static_cast<size_t>(length), logits, y);
+    if (!y_direct) StoreFromFloat(logits, p.y.desc.dtype, y_start, p.y.strides[3], length);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pacl::scaled_masked_softmax
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace pacl::scaled_masked_softmax {
+
+HWY_EXPORT(BackwardRows);
+HWY_EXPORT(ForwardRows);
+
+aclnnStatus RunBackwardCpu(const BackwardParams& params) {
+  const SoftmaxShape& shape = params.shape;
+  const int64_t rows = shape.batch * shape.heads * shape.query_len;
+  if (rows == 0) return ACLNN_SUCCESS;
+  ParallelFor(rows, RowsPerChunk(shape.key_len), [&params](int64_t begin, int64_t end) {
+    HWY_DYNAMIC_DISPATCH(BackwardRows)(params, begin, end);
+  });
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus RunForwardCpu(const ForwardParams& params) {
+  const SoftmaxShape& shape = params.shape;
+  const int64_t rows = shape.batch * shape.heads * shape.query_len;
+  if (rows == 0) return ACLNN_SUCCESS;
+  ParallelFor(rows, RowsPerChunk(shape.key_len), [&params](int64_t begin, int64_t end) {
+    HWY_DYNAMIC_DISPATCH(ForwardRows)(params, begin, end);
+  });
+  return ACLNN_SUCCESS;
+}
+
+}  // namespace pacl::scaled_masked_softmax
+#endif  // HWY_ONCE

@@ -1,0 +1,459 @@
+#include "ops/op_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "reference/float_formats.h"
+
+namespace optest {
+namespace {
+
+// aclInit and device 0 for the whole op_tests process.
+class AclEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS) << aclGetRecentErrMsg();
+    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS) << aclGetRecentErrMsg();
+  }
+  void TearDown() override {
+    EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS) << aclGetRecentErrMsg();
+    EXPECT_EQ(aclFinalize(), ACL_SUCCESS) << aclGetRecentErrMsg();
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kAclEnvironment =
+    ::testing::AddGlobalTestEnvironment(new AclEnvironment);
+
+void Require(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("op_test_util: " + what + " (" + aclGetRecentErrMsg() + ")");
+}
+
+// Encodes RoundToDType(v, dtype) into element bytes.
+void EncodeElement(double v, aclDataType dtype, uint8_t* out) {
+  switch (dtype) {
+    case ACL_FLOAT: {
+      const float f = static_cast<float>(v);
+      std::memcpy(out, &f, sizeof f);
+      return;
+    }
+    case ACL_FLOAT16: {
+      const uint16_t bits = ref::DoubleToHalfBits(v);
+      std::memcpy(out, &bits, sizeof bits);
+      return;
+    }
+    case ACL_BF16: {
+      const uint16_t bits = ref::DoubleToBFloat16Bits(v);
+      std::memcpy(out, &bits, sizeof bits);
+      return;
+    }
+    case ACL_DOUBLE:
+      std::memcpy(out, &v, sizeof v);
+      return;
+    case ACL_BOOL:
+      *out = static_cast<uint8_t>(RoundToDType(v, ACL_BOOL));
+      return;
+    case ACL_INT32: {
+      const int32_t i = static_cast<int32_t>(RoundToDType(v, ACL_INT32));
+      std::memcpy(out, &i, sizeof i);
+      return;
+    }
+    case ACL_INT64: {
+      const int64_t i = static_cast<int64_t>(RoundToDType(v, ACL_INT64));
+      std::memcpy(out, &i, sizeof i);
+      return;
+    }
+    default:
+      throw std::invalid_argument("op_test_util: unsupported dtype");
+  }
+}
+
+double DecodeElement(const uint8_t* in, aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT: {
+      float f;
+      std::memcpy(&f, in, sizeof f);
+      return f;
+    }
+    case ACL_FLOAT16: {
+      uint16_t bits;
+      std::memcpy(&bits, in, sizeof bits);
+      return ref::HalfBitsToDouble(bits);
+    }
+    case ACL_BF16: {
+      uint16_t bits;
+      std::memcpy(&bits, in, sizeof bits);
+      return ref::BFloat16BitsToDouble(bits);
+    }
+    case ACL_DOUBLE: {
+      double d;
+      std::memcpy(&d, in, sizeof d);
+      return d;
+    }
+    case ACL_BOOL:
+      return *in;
+    case ACL_INT32: {
+      int32_t i;
+      std::memcpy(&i, in, sizeof i);
+      return i;
+    }
+    case ACL_INT64: {
+      int64_t i;
+      std::memcpy(&i, in, sizeof i);
+      return static_cast<double>(i);
+    }
+    default:
+      throw std::invalid_argument("op_test_util: unsupported dtype");
+  }
+}
+
+// The pre-fill of an output element: NaN for floating dtypes, the guard pattern otherwise.
+void EncodeFill(aclDataType dtype, uint8_t* out) {
+  if (IsFloatingDType(dtype)) {
+    EncodeElement(std::numeric_limits<double>::quiet_NaN(), dtype, out);
+  } else {
+    std::memset(out, DeviceTensor::kGuardPattern, ElementBytes(dtype));
+  }
+}
+
+}  // namespace
+
+const char* LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kContiguous:
+      return "contiguous";
+    case Layout::kTransposed:
+      return "transposed";
+    case Layout::kPadded:
+      return "padded";
+  }
+  return "?";
+}
+
+size_t ElementBytes(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+    case ACL_INT32:
+      return 4;
+    case ACL_FLOAT16:
+    case ACL_BF16:
+      return 2;
+    case ACL_DOUBLE:
+    case ACL_INT64:
+      return 8;
+    case ACL_BOOL:
+      return 1;
+    default:
+      throw std::invalid_argument("op_test_util: unsupported dtype");
+  }
+}
+
+const char* DTypeName(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return "FLOAT";
+    case ACL_FLOAT16:
+      return "FLOAT16";
+    case ACL_BF16:
+      return "BFLOAT16";
+    case ACL_DOUBLE:
+      return "DOUBLE";
+    case ACL_BOOL:
+      return "BOOL";
+    case ACL_INT32:
+      return "INT32";
+    case ACL_INT64:
+      return "INT64";
+    default:
+      return "UNSUPPORTED";
+  }
+}
+
+bool IsFloatingDType(aclDataType dtype) {
+  return dtype == ACL_FLOAT || dtype == ACL_FLOAT16 || dtype == ACL_BF16 || dtype == ACL_DOUBLE;
+}
+
+double RoundToDType(double v, aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return static_cast<double>(static_cast<float>(v));
+    case ACL_FLOAT16:
+      return ref::RoundToFormat(v, ref::kHalf);
+    case ACL_BF16:
+      return ref::RoundToFormat(v, ref::kBFloat16);
+    case ACL_DOUBLE:
+      return v;
+    case ACL_BOOL:
+      if (!(v >= 0.0 && v <= 255.0)) throw std::invalid_argument("op_test_util: BOOL values must be in [0, 255]");
+      return std::nearbyint(v);
+    case ACL_INT32:
+      if (!(v >= -2147483648.0 && v <= 2147483647.0)) throw std::invalid_argument("op_test_util: INT32 overflow");
+      return std::nearbyint(v);
+    case ACL_INT64:
+      if (!(std::fabs(v) < 9.2e18)) throw std::invalid_argument("op_test_util: INT64 overflow");
+      return std::nearbyint(v);
+    default:
+      throw std::invalid_argument("op_test_util: unsupported dtype");
+  }
+}
+
+std::vector<double> RoundToDType(const std::vector<double>& values, aclDataType dtype) {
+  std::vector<double> rounded(values.size());
+  for (size_t i = 0; i < values.size(); ++i) rounded[i] = RoundToDType(values[i], dtype);
+  return rounded;
+}
+
+double EpsilonOf(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return std::ldexp(1.0, -23);
+    case ACL_FLOAT16:
+      return std::ldexp(1.0, -10);
+    case ACL_BF16:
+      return std::ldexp(1.0, -7);
+    case ACL_DOUBLE:
+      return std::ldexp(1.0, -52);
+    default:
+      throw std::invalid_argument("op_test_util: EpsilonOf needs a floating dtype");
+  }
+}
+
+double UlpOf(double v, aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return ref::UlpOf(v, ref::FloatFormat{23, -126, 127});
+    case ACL_FLOAT16:
+      return ref::UlpOf(v, ref::kHalf);
+    case ACL_BF16:
+      return ref::UlpOf(v, ref::kBFloat16);
+    case ACL_DOUBLE:
+      return ref::UlpOf(v, ref::FloatFormat{52, -1022, 1023});
+    default:
+      throw std::invalid_argument("op_test_util: UlpOf needs a floating dtype");
+  }
+}
+
+int64_t NumElements(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim;
+  return count;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+std::vector<double> RandomValues(std::mt19937_64& rng, int64_t count, double lo, double hi, aclDataType dtype) {
+  std::uniform_real_distribution<double> uniform(lo, hi);
+  std::vector<double> values(static_cast<size_t>(count));
+  for (double& v : values) v = RoundToDType(uniform(rng), dtype);
+  return values;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// DeviceTensor
+
+DeviceTensor::DeviceTensor(std::vector<int64_t> shape, aclDataType dtype, Layout layout,
+                           const std::vector<double>& values, aclFormat format) {
+  Allocate(std::move(shape), dtype, layout, format);
+  Write(values);
+}
+
+DeviceTensor DeviceTensor::Output(std::vector<int64_t> shape, aclDataType dtype, Layout layout, aclFormat format) {
+  DeviceTensor tensor;
+  tensor.Allocate(std::move(shape), dtype, layout, format);
+  std::vector<uint8_t> bytes = tensor.ReadAllocation();
+  const size_t element_bytes = ElementBytes(dtype);
+  for (int64_t index : tensor.ElementIndices()) {
+    EncodeFill(dtype, bytes.data() + kGuardBytes + static_cast<size_t>(index) * element_bytes);
+  }
+  tensor.WriteAllocation(bytes);
+  return tensor;
+}
+
+void DeviceTensor::Allocate(std::vector<int64_t> shape, aclDataType dtype, Layout layout, aclFormat format) {
+  shape_ = std::move(shape);
+  dtype_ = dtype;
+  layout_ = layout;
+  const int rank = static_cast<int>(shape_.size());
+  const int64_t count = NumElements(shape_);
+  strides_.assign(shape_.size(), 1);
+  offset_ = 0;
+  if (layout == Layout::kTransposed && rank >= 2) {
+    std::vector<int64_t> storage_shape = shape_;
+    std::swap(storage_shape[rank - 1], storage_shape[rank - 2]);
+    for (int d = rank - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * storage_shape[d + 1];
+    std::swap(strides_[rank - 1], strides_[rank - 2]);
+    storage_elements_ = count;
+  } else if (layout == Layout::kPadded) {
+    constexpr int64_t kGap = 3;
+    offset_ = 5;
+    for (int d = rank - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * shape_[d + 1] + kGap;
+    int64_t last = 0;
+    for (int d = 0; d < rank; ++d) last += (shape_[d] - 1) * strides_[d];
+    storage_elements_ = count > 0 ? offset_ + last + 1 + kGap : offset_ + kGap;
+  } else {
+    for (int d = rank - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * shape_[d + 1];
+    storage_elements_ = count;
+  }
+
+  allocation_bytes_ = 2 * kGuardBytes + static_cast<size_t>(storage_elements_) * ElementBytes(dtype_);
+  Require(aclrtMalloc(&allocation_, allocation_bytes_, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS, "aclrtMalloc");
+  WriteAllocation(std::vector<uint8_t>(allocation_bytes_, kGuardPattern));
+
+  const int64_t storage_dims[1] = {storage_elements_};
+  tensor_ =
+      aclCreateTensor(shape_.data(), shape_.size(), dtype_, strides_.data(), offset_, format, storage_dims, 1, data());
+  Require(tensor_ != nullptr, "aclCreateTensor");
+}
+
+DeviceTensor::~DeviceTensor() { Release(); }
+
+void DeviceTensor::Release() {
+  if (tensor_ != nullptr) aclDestroyTensor(tensor_);
+  if (allocation_ != nullptr) aclrtFree(allocation_);
+  tensor_ = nullptr;
+  allocation_ = nullptr;
+}
+
+DeviceTensor::DeviceTensor(DeviceTensor&& other) noexcept { *this = std::move(other); }
+
+DeviceTensor& DeviceTensor::operator=(DeviceTensor&& other) noexcept {
+  if (this != &other) {
+    Release();
+    shape_ = std::move(other.shape_);
+    strides_ = std::move(other.strides_);
+    offset_ = other.offset_;
+    storage_elements_ = other.storage_elements_;
+    dtype_ = other.dtype_;
+    layout_ = other.layout_;
+    allocation_bytes_ = other.allocation_bytes_;
+    allocation_ = std::exchange(other.allocation_, nullptr);
+    tensor_ = std::exchange(other.tensor_, nullptr);
+  }
+  return *this;
+}
+
+void* DeviceTensor::data() const { return static_cast<uint8_t*>(allocation_) + kGuardBytes; }
+
+std::vector<uint8_t> DeviceTensor::ReadAllocation() const {
+  std::vector<uint8_t> bytes(allocation_bytes_);
+  Require(
+      aclrtMemcpy(bytes.data(), bytes.size(), allocation_, allocation_bytes_, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS,
+      "aclrtMemcpy to host");
+  return bytes;
+}
+
+void DeviceTensor::WriteAllocation(const std::vector<uint8_t>& bytes) {
+  Require(
+      aclrtMemcpy(allocation_, allocation_bytes_, bytes.data(), bytes.size(), ACL_MEMCPY_HOST_TO_DEVICE) == ACL_SUCCESS,
+      "aclrtMemcpy to device");
+}
+
+std::vector<int64_t> DeviceTensor::ElementIndices() const {
+  const int rank = static_cast<int>(shape_.size());
+  const int64_t count = NumElements(shape_);
+  std::vector<int64_t> indices;
+  indices.reserve(static_cast<size_t>(count));
+  std::vector<int64_t> index(shape_.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t element = offset_;
+    for (int d = 0; d < rank; ++d) element += index[d] * strides_[d];
+    indices.push_back(element);
+    for (int d = rank - 1; d >= 0; --d) {  // odometer, last dim fastest
+      if (++index[d] < shape_[d]) break;
+      index[d] = 0;
+    }
+  }
+  return indices;
+}
+
+void DeviceTensor::Write(const std::vector<double>& values) {
+  if (static_cast<int64_t>(values.size()) != size()) {
+    throw std::invalid_argument("op_test_util: Write got " + std::to_string(values.size()) + " values for shape " +
+                                ShapeString(shape_));
+  }
+  std::vector<uint8_t> bytes = ReadAllocation();
+  const size_t element_bytes = ElementBytes(dtype_);
+  const std::vector<int64_t> indices = ElementIndices();
+  for (size_t i = 0; i < indices.size(); ++i) {
+    EncodeElement(values[i], dtype_, bytes.data() + kGuardBytes + static_cast<size_t>(indices[i]) * element_bytes);
+  }
+  WriteAllocation(bytes);
+}
+
+std::vector<double> DeviceTensor::Read() const {
+  const std::vector<uint8_t> bytes = ReadAllocation();
+  const size_t element_bytes = ElementBytes(dtype_);
+  const std::vector<int64_t> indices = ElementIndices();
+  std::vector<double> values(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    values[i] = DecodeElement(bytes.data() + kGuardBytes + static_cast<size_t>(indices[i]) * element_bytes, dtype_);
+  }
+  return values;
+}
+
+std::vector<uint8_t> DeviceTensor::ReadBytes() const {
+  const std::vector<uint8_t> bytes = ReadAllocation();
+  const size_t element_bytes = ElementBytes(dtype_);
+  std::vector<uint8_t> elements;
+  for (int64_t index : ElementIndices()) {
+    const uint8_t* element = bytes.data() + kGuardBytes + static_cast<size_t>(index) * element_bytes;
+    elements.insert(elements.end(), element, element + element_bytes);
+  }
+  return elements;
+}
+
+std::string DeviceTensor::CheckGuards() const {
+  const std::vector<uint8_t> bytes = ReadAllocation();
+  std::vector<bool> in_view(allocation_bytes_, false);
+  const size_t element_bytes = ElementBytes(dtype_);
+  for (int64_t index : ElementIndices()) {
+    const size_t start = kGuardBytes + static_cast<size_t>(index) * element_bytes;
+    for (size_t b = 0; b < element_bytes; ++b) in_view[start + b] = true;
+  }
+  for (size_t i = 0; i < allocation_bytes_; ++i) {
+    if (!in_view[i] && bytes[i] != kGuardPattern) {
+      const long long storage_byte = static_cast<long long>(i) - static_cast<long long>(kGuardBytes);
+      return "byte " + std::to_string(storage_byte) + " relative to the storage start (storage bytes: " +
+             std::to_string(storage_elements_ * static_cast<int64_t>(element_bytes)) + ", layout " +
+             LayoutName(layout_) + ") was overwritten with " + std::to_string(bytes[i]);
+    }
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+TestStream::TestStream() { Require(aclrtCreateStream(&stream_) == ACL_SUCCESS, "aclrtCreateStream"); }
+TestStream::~TestStream() {
+  if (stream_ != nullptr) aclrtDestroyStream(stream_);
+}
+
+std::string RecentErrorMessage() {
+  const char* message = aclGetRecentErrMsg();
+  return message != nullptr ? std::string(message) : std::string();
+}
+
+double RelativeNormError(const std::vector<double>& actual, const std::vector<double>& expected) {
+  if (actual.size() != expected.size()) return std::numeric_limits<double>::infinity();
+  double diff = 0.0;
+  double norm = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double d = actual[i] - expected[i];
+    diff += d * d;
+    norm += expected[i] * expected[i];
+  }
+  if (std::isnan(diff)) return std::numeric_limits<double>::infinity();
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+}  // namespace optest

@@ -1,0 +1,129 @@
+// Test harness shared by the operator tests (public API only): device tensors built from logical float64 data in
+// any dtype and storage layout, NaN-prefilled outputs, guard bytes, read-back to float64, streams and the process-wide
+// runtime setup.
+#ifndef PACL_TESTS_OPS_OP_TEST_UTIL_H_
+#define PACL_TESTS_OPS_OP_TEST_UTIL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
+
+namespace optest {
+
+// How a tensor's elements are placed in its storage. The logical (view) shape is the same for all.
+enum class Layout {
+  kContiguous,  // row-major, offset 0
+  kTransposed,  // the storage holds the last two dims swapped (a transposed view: last-dim stride != 1);
+                // the same as kContiguous for rank < 2
+  kPadded,      // an element offset, and every dim's stride leaves a gap after the block of the dims inside it
+};
+const char* LayoutName(Layout layout);
+inline constexpr Layout kAllLayouts[] = {Layout::kContiguous, Layout::kTransposed, Layout::kPadded};
+
+// Bytes per element of the dtypes the harness handles: FLOAT, FLOAT16, BF16, DOUBLE, BOOL, INT32, INT64.
+size_t ElementBytes(aclDataType dtype);
+const char* DTypeName(aclDataType dtype);
+bool IsFloatingDType(aclDataType dtype);
+
+// The value dtype stores for v: floats round to nearest even (FLOAT16/BF16 via reference/float_formats.h, DOUBLE
+// unchanged); BOOL keeps the byte value (0..255, so masks can use any nonzero byte); INT32/INT64 round to nearest.
+double RoundToDType(double v, aclDataType dtype);
+std::vector<double> RoundToDType(const std::vector<double>& values, aclDataType dtype);
+// Unit in the last place of a floating dtype at the magnitude of v.
+double UlpOf(double v, aclDataType dtype);
+// 2^-(fraction bits): the relative spacing at 1.0 (FLOAT 2^-23, FLOAT16 2^-10, BF16 2^-7, DOUBLE 2^-52).
+double EpsilonOf(aclDataType dtype);
+
+int64_t NumElements(const std::vector<int64_t>& shape);
+std::string ShapeString(const std::vector<int64_t>& shape);
+
+// Uniform random values in [lo, hi), rounded to dtype (so the reference sees exactly what the device holds).
+std::vector<double> RandomValues(std::mt19937_64& rng, int64_t count, double lo, double hi, aclDataType dtype);
+
+// A tensor in device memory (aclrtMalloc), with kGuardBytes of guard pattern before and after its storage.
+// Storage bytes that no view element covers (padding gaps) hold the same pattern; CheckGuards() verifies that
+// nothing but the view's elements was written. Not copyable; movable.
+class DeviceTensor {
+ public:
+  static constexpr size_t kGuardBytes = 64;
+  static constexpr uint8_t kGuardPattern = 0xA5;
+
+  // An input holding values (logical row-major order, NumElements(shape) entries), stored as RoundToDType.
+  DeviceTensor(std::vector<int64_t> shape, aclDataType dtype, Layout layout, const std::vector<double>& values,
+               aclFormat format = ACL_FORMAT_ND);
+  // An output: every view element pre-filled with NaN of dtype (FLOAT types) or the guard pattern bytes (others).
+  static DeviceTensor Output(std::vector<int64_t> shape, aclDataType dtype, Layout layout,
+                             aclFormat format = ACL_FORMAT_ND);
+  ~DeviceTensor();
+  DeviceTensor(DeviceTensor&& other) noexcept;
+  DeviceTensor& operator=(DeviceTensor&& other) noexcept;
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+
+  aclTensor* get() const { return tensor_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  aclDataType dtype() const { return dtype_; }
+  Layout layout() const { return layout_; }
+  int64_t size() const { return NumElements(shape_); }
+  // The storage (the aclTensor's data pointer).
+  void* data() const;
+
+  // Overwrites the view's elements (logical row-major order), leaving gaps and guards alone.
+  void Write(const std::vector<double>& values);
+  // The view's elements in logical row-major order, decoded to float64 (BOOL: the byte value).
+  std::vector<double> Read() const;
+  // The raw bytes of the view's elements in logical row-major order (for bit-identity checks).
+  std::vector<uint8_t> ReadBytes() const;
+  // "" when every byte outside the view's elements (guards and gaps) still holds the guard pattern, else a
+  // description of the first damaged byte.
+  std::string CheckGuards() const;
+
+ private:
+  DeviceTensor() = default;
+  void Allocate(std::vector<int64_t> shape, aclDataType dtype, Layout layout, aclFormat format);
+  std::vector<uint8_t> ReadAllocation() const;
+  void WriteAllocation(const std::vector<uint8_t>& bytes);
+  // Storage element index of each view element, in logical row-major order.
+  std::vector<int64_t> ElementIndices() const;
+  void Release();
+
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;
+  int64_t offset_ = 0;
+  int64_t storage_elements_ = 0;
+  aclDataType dtype_ = ACL_FLOAT;
+  Layout layout_ = Layout::kContiguous;
+  size_t allocation_bytes_ = 0;
+  void* allocation_ = nullptr;
+  aclTensor* tensor_ = nullptr;
+};
+
+// An aclrtStream created for one test and destroyed with it.
+class TestStream {
+ public:
+  TestStream();
+  ~TestStream();
+  TestStream(const TestStream&) = delete;
+  TestStream& operator=(const TestStream&) = delete;
+  aclrtStream get() const { return stream_; }
+
+ private:
+  aclrtStream stream_ = nullptr;
+};
+
+// The calling thread's pending error message (aclGetRecentErrMsg), as a string ("" when none).
+std::string RecentErrorMessage();
+
+// Relative error in the 2-norm: ||actual - expected|| / ||expected|| (or ||actual - expected|| if expected is 0).
+double RelativeNormError(const std::vector<double>& actual, const std::vector<double>& expected);
+
+}  // namespace optest
+
+#endif  // PACL_TESTS_OPS_OP_TEST_UTIL_H_

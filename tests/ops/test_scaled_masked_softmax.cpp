@@ -1,0 +1,867 @@
+// aclnnScaledMaskedSoftmax and aclnnScaledMaskedSoftmaxBackward against the float64 reference
+// (tests/reference/scaled_masked_softmax_reference.h) and against finite differences of the forward.
+//
+// Tolerances (spec section 3):
+// - FLOAT: relative 2-norm error <= 1e-5 against the reference on the same (exactly widened) inputs.
+// - FLOAT16/BF16: per element |actual - round(reference)| <= ulp + E, where E bounds the error of the fp32
+//   computation before the single final rounding (derived next to BackwardFp32Bound / ForwardFp32Bound). With E = 0
+//   this is "within 1 ulp of the rounded reference"; E only matters where cancellation makes the fp32 result
+//   relatively inaccurate.
+// - Masked backward elements are exactly 0; fully masked forward rows are exactly 1/S2 (rounded once per format).
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aclnnop/aclnn_scaled_masked_softmax.h"
+#include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
+#include "ops/op_test_util.h"
+#include "reference/scaled_masked_softmax_reference.h"
+
+extern char** environ;
+
+namespace {
+
+using optest::DeviceTensor;
+using optest::Layout;
+
+constexpr double kUnitRoundoff32 = 0x1p-24;  // u of fp32: half its epsilon
+constexpr aclDataType kFloatDTypes[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+
+// ------------------------------------------------------------------------------------------------------------
+// Problem description and data
+
+enum class MaskForm { kFull, kPerBatch, kPerHead, kShared };  // mask dims 0-1: (B, N), (B, 1), (1, N), (1, 1)
+const char* MaskFormName(MaskForm form) {
+  switch (form) {
+    case MaskForm::kFull:
+      return "MaskBN";
+    case MaskForm::kPerBatch:
+      return "MaskB1";
+    case MaskForm::kPerHead:
+      return "Mask1N";
+    case MaskForm::kShared:
+      return "Mask11";
+  }
+  return "?";
+}
+constexpr MaskForm kAllMaskForms[] = {MaskForm::kFull, MaskForm::kPerBatch, MaskForm::kPerHead, MaskForm::kShared};
+
+struct Dims {
+  int64_t B, N, S1, S2, maskB, maskN;
+  std::vector<int64_t> Shape() const { return {B, N, S1, S2}; }
+  std::vector<int64_t> MaskShape() const { return {maskB, maskN, S1, S2}; }
+  int64_t Rows() const { return B * N * S1; }
+};
+
+Dims MakeDims(int64_t B, int64_t N, int64_t S1, int64_t S2, MaskForm form) {
+  const bool per_batch = form == MaskForm::kFull || form == MaskForm::kPerBatch;
+  const bool per_head = form == MaskForm::kFull || form == MaskForm::kPerHead;
+  return Dims{B, N, S1, S2, per_batch ? B : 1, per_head ? N : 1};
+}
+
+// A mask with, in every (maskB, maskN) slice, row s1 = 0 fully masked, row s1 = 1 fully unmasked and the other rows
+// masked at random (30%). Masked bytes are random nonzero values: any nonzero byte means "masked".
+std::vector<double> RandomMask(std::mt19937_64& rng, const Dims& d) {
+  static constexpr double kTrueBytes[] = {1, 2, 37, 128, 255};
+  std::bernoulli_distribution masked(0.3);
+  std::uniform_int_distribution<int> pick(0, 4);
+  std::vector<double> mask(static_cast<size_t>(optest::NumElements(d.MaskShape())));
+  for (size_t i = 0; i < mask.size(); ++i) {
+    const int64_t s1 = static_cast<int64_t>(i) / d.S2 % d.S1;
+    const bool is_masked = s1 == 0 ? true : (s1 == 1 ? false : masked(rng));
+    mask[i] = is_masked ? kTrueBytes[pick(rng)] : 0.0;
+  }
+  return mask;
+}
+
+std::vector<uint8_t> MaskBytes(const std::vector<double>& mask) {
+  std::vector<uint8_t> bytes(mask.size());
+  for (size_t i = 0; i < mask.size(); ++i) bytes[i] = static_cast<uint8_t>(mask[i]);
+  return bytes;
+}
+
+// Index of the mask element that element i of a (B, N, S1, S2) tensor uses.
+int64_t MaskIndex(const Dims& d, int64_t i) {
+  const int64_t s2 = i % d.S2;
+  const int64_t s1 = i / d.S2 % d.S1;
+  const int64_t n = i / (d.S2 * d.S1) % d.N;
+  const int64_t b = i / (d.S2 * d.S1 * d.N);
+  const int64_t mb = d.maskB == 1 ? 0 : b;
+  const int64_t mn = d.maskN == 1 ? 0 : n;
+  return ((mb * d.maskN + mn) * d.S1 + s1) * d.S2 + s2;
+}
+
+std::vector<double> ReferenceForward(const std::vector<double>& x, const std::vector<double>& mask, const Dims& d,
+                                     double scale) {
+  std::vector<double> y(x.size());
+  const std::vector<uint8_t> bytes = MaskBytes(mask);
+  ref::ScaledMaskedSoftmaxForward(x.data(), bytes.data(), d.B, d.N, d.S1, d.S2, d.maskB, d.maskN, scale, y.data());
+  return y;
+}
+
+std::vector<double> ReferenceBackward(const std::vector<double>& dy, const std::vector<double>& y,
+                                      const std::vector<double>& mask, const Dims& d, double scale) {
+  std::vector<double> out(dy.size());
+  const std::vector<uint8_t> bytes = MaskBytes(mask);
+  ref::ScaledMaskedSoftmaxBackward(dy.data(), y.data(), bytes.data(), d.B, d.N, d.S1, d.S2, d.maskB, d.maskN, scale,
+                                   out.data());
+  return out;
+}
+
+struct BackwardData {
+  std::vector<double> dy, y, mask;
+};
+
+// dy uniform in [-1, 1]; y a realistic softmax output (the reference forward of random logits, rounded to dtype).
+BackwardData MakeBackwardData(const Dims& d, aclDataType dtype, double scale, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  BackwardData data;
+  data.mask = RandomMask(rng, d);
+  const std::vector<double> x = optest::RandomValues(rng, optest::NumElements(d.Shape()), -3.0, 3.0, dtype);
+  data.y = optest::RoundToDType(ReferenceForward(x, data.mask, d, scale), dtype);
+  data.dy = optest::RandomValues(rng, optest::NumElements(d.Shape()), -1.0, 1.0, dtype);
+  return data;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Running the operators
+
+aclnnStatus RunExecutorWithWorkspace(aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream),
+                                     uint64_t workspace_size, aclOpExecutor* executor, aclrtStream stream) {
+  void* workspace = nullptr;
+  if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+    return ACLNN_ERR_INNER;
+  }
+  aclnnStatus status = run(workspace, workspace_size, executor, stream);
+  if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
+  if (workspace != nullptr) aclrtFree(workspace);
+  return status;
+}
+
+aclnnStatus RunBackward(const aclTensor* dy, const aclTensor* y, const aclTensor* mask, double scale, aclTensor* out,
+                        aclrtStream stream = nullptr) {
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  const aclnnStatus status =
+      aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(dy, y, mask, scale, false, out, &workspace_size, &executor);
+  if (status != ACLNN_SUCCESS) return status;
+  return RunExecutorWithWorkspace(aclnnScaledMaskedSoftmaxBackward, workspace_size, executor, stream);
+}
+
+aclnnStatus RunForward(const aclTensor* x, const aclTensor* mask, double scale, aclTensor* y,
+                       aclrtStream stream = nullptr) {
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  const aclnnStatus status =
+      aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, scale, false, y, &workspace_size, &executor);
+  if (status != ACLNN_SUCCESS) return status;
+  return RunExecutorWithWorkspace(aclnnScaledMaskedSoftmax, workspace_size, executor, stream);
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Checking results
+
+// Error bound of the kernel's fp32 backward for one element, before the output's final rounding.
+// The kernel computes s = sum(dy*y) in fp32 (any order: |s_f - s| <= S2 * u * sum|dy*y|), then
+// scale_f * y * (dy - s_f) with three more roundings and scale_f = fl32(scale) (one more relative u). So
+// |out_f - out| <= |scale * y| * u * ((S2 + 2) * sum|dy*y| + 4 * (|dy| + |s|)), keeping first-order terms with room
+// to spare for the second-order ones.
+double BackwardFp32Bound(double scale, double y, double dy, double s, double sum_abs, int64_t S2) {
+  return std::fabs(scale * y) * kUnitRoundoff32 *
+         (static_cast<double>(S2 + 2) * sum_abs + 4.0 * (std::fabs(dy) + std::fabs(s)));
+}
+
+// Error bound of the kernel's fp32 forward for one element, before the output's final rounding. With V the largest
+// |x*scale| over the row's unmasked elements: each logit carries <= 2uV (scale_f and the product), so does the max,
+// and v - m adds u|v - m| <= 2uV: 6uV in the exponent, i.e. a relative error 6uV in exp (Highway's Exp adds <= 1 ulp
+// = 2u). The sum of S2 exponentials adds S2*u relative, the division u. Relative error of y:
+// 2 * (6V + 2) u + S2 u + u <= u * (12V + S2 + 8). Masked logits (-10000) are exact and give exp() = 0 both here
+// and in the reference for the logit ranges the tests use; a fully masked row is exact (1/S2 rounded once).
+double ForwardFp32Bound(double y, double max_abs_logit, int64_t S2) {
+  return std::fabs(y) * kUnitRoundoff32 * (12.0 * max_abs_logit + static_cast<double>(S2) + 8.0);
+}
+
+std::string Where(const Dims& d, int64_t i) {
+  const int64_t s2 = i % d.S2;
+  const int64_t s1 = i / d.S2 % d.S1;
+  const int64_t n = i / (d.S2 * d.S1) % d.N;
+  const int64_t b = i / (d.S2 * d.S1 * d.N);
+  return "element (" + std::to_string(b) + ", " + std::to_string(n) + ", " + std::to_string(s1) + ", " +
+         std::to_string(s2) + ")";
+}
+
+void ExpectBackwardMatches(const std::vector<double>& actual, const BackwardData& data, const Dims& d, double scale,
+                           aclDataType dtype) {
+  const std::vector<double> expected = ReferenceBackward(data.dy, data.y, data.mask, d, scale);
+  ASSERT_EQ(actual.size(), expected.size());
+  int failures = 0;
+  for (int64_t row = 0; row < d.Rows(); ++row) {
+    double s = 0.0, sum_abs = 0.0;
+    for (int64_t k = 0; k < d.S2; ++k) {
+      const size_t i = static_cast<size_t>(row * d.S2 + k);
+      s += data.dy[i] * data.y[i];
+      sum_abs += std::fabs(data.dy[i] * data.y[i]);
+    }
+    for (int64_t k = 0; k < d.S2 && failures < 10; ++k) {
+      const int64_t i = row * d.S2 + k;
+      const double a = actual[static_cast<size_t>(i)];
+      if (data.mask[static_cast<size_t>(MaskIndex(d, i))] != 0) {
+        if (a != 0.0) ++failures;
+        EXPECT_EQ(a, 0.0) << "masked " << Where(d, i) << " must be exactly 0";
+        continue;
+      }
+      if (!std::isfinite(a)) ++failures;
+      EXPECT_TRUE(std::isfinite(a)) << Where(d, i) << " = " << a;
+      if (dtype == ACL_FLOAT) continue;  // checked in norm below
+      const double e = expected[static_cast<size_t>(i)];
+      const double rounded = optest::RoundToDType(e, dtype);
+      const double tolerance =
+          optest::UlpOf(std::max(std::fabs(rounded), std::fabs(a)), dtype) +
+          BackwardFp32Bound(scale, data.y[static_cast<size_t>(i)], data.dy[static_cast<size_t>(i)], s, sum_abs, d.S2);
+      if (!(std::fabs(a - rounded) <= tolerance)) ++failures;
+      EXPECT_LE(std::fabs(a - rounded), tolerance)
+          << Where(d, i) << ": actual " << a << ", reference " << e << " (rounded " << rounded << ")";
+    }
+  }
+  if (dtype == ACL_FLOAT) {
+    EXPECT_LE(optest::RelativeNormError(actual, expected), 1e-5);
+  }
+}
+
+void ExpectForwardMatches(const std::vector<double>& actual, const std::vector<double>& x,
+                          const std::vector<double>& mask, const Dims& d, double scale, aclDataType dtype) {
+  const std::vector<double> expected = ReferenceForward(x, mask, d, scale);
+  ASSERT_EQ(actual.size(), expected.size());
+  const double uniform = optest::RoundToDType(optest::RoundToDType(1.0 / static_cast<double>(d.S2), ACL_FLOAT), dtype);
+  int failures = 0;
+  for (int64_t row = 0; row < d.Rows() && failures < 10; ++row) {
+    double max_abs_logit = 0.0;
+    bool fully_masked = true;
+    for (int64_t k = 0; k < d.S2; ++k) {
+      const int64_t i = row * d.S2 + k;
+      if (mask[static_cast<size_t>(MaskIndex(d, i))] == 0) {
+        fully_masked = false;
+        max_abs_logit = std::max(max_abs_logit, std::fabs(x[static_cast<size_t>(i)] * scale));
+      }
+    }
+    for (int64_t k = 0; k < d.S2 && failures < 10; ++k) {
+      const int64_t i = row * d.S2 + k;
+      const double a = actual[static_cast<size_t>(i)];
+      if (fully_masked) {
+        if (a != uniform) ++failures;
+        EXPECT_EQ(a, uniform) << "fully masked row, " << Where(d, i) << " must be 1/S2";
+        continue;
+      }
+      if (!std::isfinite(a)) ++failures;
+      EXPECT_TRUE(std::isfinite(a)) << Where(d, i) << " = " << a;
+      if (dtype == ACL_FLOAT) continue;
+      const double e = expected[static_cast<size_t>(i)];
+      const double rounded = optest::RoundToDType(e, dtype);
+      const double tolerance =
+          optest::UlpOf(std::max(std::fabs(rounded), std::fabs(a)), dtype) + ForwardFp32Bound(e, max_abs_logit, d.S2);
+      if (!(std::fabs(a - rounded) <= tolerance)) ++failures;
+      EXPECT_LE(std::fabs(a - rounded), tolerance)
+          << Where(d, i) << ": actual " << a << ", reference " << e << " (rounded " << rounded << ")";
+    }
+  }
+  if (dtype == ACL_FLOAT) {
+    EXPECT_LE(optest::RelativeNormError(actual, expected), 1e-5);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Sweeps: every dtype x S2 x mask form, contiguous.
+
+struct SweepCase {
+  aclDataType dtype;
+  int64_t S2;
+  MaskForm form;
+};
+
+std::vector<SweepCase> SweepCases() {
+  std::vector<SweepCase> cases;
+  for (aclDataType dtype : kFloatDTypes) {
+    for (int64_t S2 : {1, 7, 64, 1000, 4096}) {
+      for (MaskForm form : kAllMaskForms) cases.push_back({dtype, S2, form});
+    }
+  }
+  return cases;
+}
+
+std::string SweepName(const testing::TestParamInfo<SweepCase>& info) {
+  return std::string(optest::DTypeName(info.param.dtype)) + "_S2_" + std::to_string(info.param.S2) + "_" +
+         MaskFormName(info.param.form);
+}
+
+Dims SweepDims(const SweepCase& c) {
+  return c.S2 >= 4096 ? MakeDims(2, 3, 3, c.S2, c.form) : MakeDims(2, 3, 4, c.S2, c.form);
+}
+
+class BackwardSweep : public testing::TestWithParam<SweepCase> {};
+
+TEST_P(BackwardSweep, MatchesReference) {
+  const SweepCase c = GetParam();
+  const Dims d = SweepDims(c);
+  const double scale = 0.75;
+  const BackwardData data = MakeBackwardData(d, c.dtype, scale, 1000 + static_cast<uint64_t>(c.S2));
+  DeviceTensor dy(d.Shape(), c.dtype, Layout::kContiguous, data.dy);
+  DeviceTensor y(d.Shape(), c.dtype, Layout::kContiguous, data.y);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  DeviceTensor out = DeviceTensor::Output(d.Shape(), c.dtype, Layout::kContiguous);
+  optest::TestStream stream;
+  ASSERT_EQ(RunBackward(dy.get(), y.get(), mask.get(), scale, out.get(), stream.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ExpectBackwardMatches(out.Read(), data, d, scale, c.dtype);
+  EXPECT_EQ(out.CheckGuards(), "");
+  EXPECT_EQ(dy.Read(), data.dy) << "an input was modified";
+  EXPECT_EQ(y.Read(), data.y) << "an input was modified";
+}
+
+INSTANTIATE_TEST_SUITE_P(ScaledMaskedSoftmax, BackwardSweep, testing::ValuesIn(SweepCases()), SweepName);
+
+class ForwardSweep : public testing::TestWithParam<SweepCase> {};
+
+TEST_P(ForwardSweep, MatchesReference) {
+  const SweepCase c = GetParam();
+  const Dims d = SweepDims(c);
+  const double scale = 1.25;
+  std::mt19937_64 rng(2000 + static_cast<uint64_t>(c.S2));
+  const std::vector<double> mask_values = RandomMask(rng, d);
+  const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -4.0, 4.0, c.dtype);
+  DeviceTensor x(d.Shape(), c.dtype, Layout::kContiguous, x_values);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+  DeviceTensor y = DeviceTensor::Output(d.Shape(), c.dtype, Layout::kContiguous);
+  optest::TestStream stream;
+  ASSERT_EQ(RunForward(x.get(), mask.get(), scale, y.get(), stream.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ExpectForwardMatches(y.Read(), x_values, mask_values, d, scale, c.dtype);
+  EXPECT_EQ(y.CheckGuards(), "");
+  EXPECT_EQ(x.Read(), x_values) << "the input was modified";
+}
+
+INSTANTIATE_TEST_SUITE_P(ScaledMaskedSoftmax, ForwardSweep, testing::ValuesIn(SweepCases()), SweepName);
+
+// ------------------------------------------------------------------------------------------------------------
+// Layouts: one operand (or all of them) transposed or padded, every dtype, rows with and without a vector tail.
+
+enum Operand { kGradOrX = 0, kY = 1, kMask = 2, kOut = 3, kAllOperands = 4 };
+const char* OperandName(int operand, bool forward) {
+  switch (operand) {
+    case kGradOrX:
+      return forward ? "x" : "gradOutput";
+    case kY:
+      return "y";
+    case kMask:
+      return "mask";
+    case kOut:
+      return "out";
+    default:
+      return "all";
+  }
+}
+
+struct LayoutCase {
+  aclDataType dtype;
+  int64_t S2;
+  int operand;  // which operand gets the layout
+  Layout layout;
+};
+
+std::string LayoutCaseName(const LayoutCase& c, bool forward) {
+  return std::string(optest::DTypeName(c.dtype)) + "_S2_" + std::to_string(c.S2) + "_" +
+         OperandName(c.operand, forward) + "_" + optest::LayoutName(c.layout);
+}
+
+std::vector<LayoutCase> LayoutCases(bool forward) {
+  std::vector<LayoutCase> cases;
+  for (aclDataType dtype : kFloatDTypes) {
+    for (int64_t S2 : {7, 64, 1000}) {
+      for (int operand = 0; operand <= kAllOperands; ++operand) {
+        if (forward && operand == kOut) continue;  // the forward's output is y
+        for (Layout layout : {Layout::kTransposed, Layout::kPadded}) cases.push_back({dtype, S2, operand, layout});
+      }
+    }
+  }
+  return cases;
+}
+
+Layout LayoutOf(const LayoutCase& c, int operand) {
+  return c.operand == operand || c.operand == kAllOperands ? c.layout : Layout::kContiguous;
+}
+
+class BackwardLayouts : public testing::TestWithParam<LayoutCase> {};
+
+TEST_P(BackwardLayouts, MatchesReference) {
+  const LayoutCase c = GetParam();
+  const Dims d = MakeDims(2, 3, 5, c.S2, MaskForm::kPerBatch);
+  const double scale = -1.5;
+  const BackwardData data = MakeBackwardData(d, c.dtype, scale, 3000 + static_cast<uint64_t>(c.S2));
+  DeviceTensor dy(d.Shape(), c.dtype, LayoutOf(c, kGradOrX), data.dy);
+  DeviceTensor y(d.Shape(), c.dtype, LayoutOf(c, kY), data.y);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, LayoutOf(c, kMask), data.mask);
+  DeviceTensor out = DeviceTensor::Output(d.Shape(), c.dtype, LayoutOf(c, kOut));
+  ASSERT_EQ(RunBackward(dy.get(), y.get(), mask.get(), scale, out.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ExpectBackwardMatches(out.Read(), data, d, scale, c.dtype);
+  EXPECT_EQ(out.CheckGuards(), "");
+  EXPECT_EQ(dy.CheckGuards(), "");
+  EXPECT_EQ(y.CheckGuards(), "");
+  EXPECT_EQ(mask.CheckGuards(), "");
+}
+
+std::string BackwardLayoutName(const testing::TestParamInfo<LayoutCase>& param_info) {
+  return LayoutCaseName(param_info.param, false);
+}
+INSTANTIATE_TEST_SUITE_P(ScaledMaskedSoftmax, BackwardLayouts, testing::ValuesIn(LayoutCases(false)),
+                         BackwardLayoutName);
+
+class ForwardLayouts : public testing::TestWithParam<LayoutCase> {};
+
+TEST_P(ForwardLayouts, MatchesReference) {
+  const LayoutCase c = GetParam();
+  const Dims d = MakeDims(2, 3, 5, c.S2, MaskForm::kPerHead);
+  const double scale = 0.5;
+  std::mt19937_64 rng(4000 + static_cast<uint64_t>(c.S2));
+  const std::vector<double> mask_values = RandomMask(rng, d);
+  const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -6.0, 6.0, c.dtype);
+  DeviceTensor x(d.Shape(), c.dtype, LayoutOf(c, kGradOrX), x_values);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, LayoutOf(c, kMask), mask_values);
+  DeviceTensor y = DeviceTensor::Output(d.Shape(), c.dtype, LayoutOf(c, kY));
+  ASSERT_EQ(RunForward(x.get(), mask.get(), scale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  ExpectForwardMatches(y.Read(), x_values, mask_values, d, scale, c.dtype);
+  EXPECT_EQ(y.CheckGuards(), "");
+  EXPECT_EQ(x.CheckGuards(), "");
+  EXPECT_EQ(mask.CheckGuards(), "");
+}
+
+std::string ForwardLayoutName(const testing::TestParamInfo<LayoutCase>& param_info) {
+  return LayoutCaseName(param_info.param, true);
+}
+INSTANTIATE_TEST_SUITE_P(ScaledMaskedSoftmax, ForwardLayouts, testing::ValuesIn(LayoutCases(true)), ForwardLayoutName);
+
+// ------------------------------------------------------------------------------------------------------------
+// In place: the output is the very same view as an input.
+
+struct InPlaceCase {
+  aclDataType dtype;
+  Layout layout;
+};
+
+std::vector<InPlaceCase> InPlaceCases() {
+  std::vector<InPlaceCase> cases;
+  for (aclDataType dtype : kFloatDTypes) {
+    for (Layout layout : optest::kAllLayouts) cases.push_back({dtype, layout});
+  }
+  return cases;
+}
+
+std::string InPlaceName(const testing::TestParamInfo<InPlaceCase>& info) {
+  return std::string(optest::DTypeName(info.param.dtype)) + "_" + optest::LayoutName(info.param.layout);
+}
+
+class InPlace : public testing::TestWithParam<InPlaceCase> {};
+
+TEST_P(InPlace, BackwardOutIsGradOutput) {
+  const InPlaceCase c = GetParam();
+  const Dims d = MakeDims(2, 2, 3, 37, MaskForm::kShared);
+  const double scale = 1.0;
+  const BackwardData data = MakeBackwardData(d, c.dtype, scale, 5001);
+  DeviceTensor dy(d.Shape(), c.dtype, c.layout, data.dy);
+  DeviceTensor y(d.Shape(), c.dtype, c.layout, data.y);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  ASSERT_EQ(RunBackward(dy.get(), y.get(), mask.get(), scale, dy.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  ExpectBackwardMatches(dy.Read(), data, d, scale, c.dtype);
+  EXPECT_EQ(dy.CheckGuards(), "");
+}
+
+TEST_P(InPlace, BackwardOutIsY) {
+  const InPlaceCase c = GetParam();
+  const Dims d = MakeDims(2, 2, 3, 100, MaskForm::kFull);
+  const double scale = 2.0;
+  const BackwardData data = MakeBackwardData(d, c.dtype, scale, 5002);
+  DeviceTensor dy(d.Shape(), c.dtype, c.layout, data.dy);
+  DeviceTensor y(d.Shape(), c.dtype, c.layout, data.y);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  ASSERT_EQ(RunBackward(dy.get(), y.get(), mask.get(), scale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  ExpectBackwardMatches(y.Read(), data, d, scale, c.dtype);
+  EXPECT_EQ(y.CheckGuards(), "");
+}
+
+TEST_P(InPlace, ForwardYIsX) {
+  const InPlaceCase c = GetParam();
+  const Dims d = MakeDims(2, 2, 3, 70, MaskForm::kPerBatch);
+  const double scale = 0.9;
+  std::mt19937_64 rng(5003);
+  const std::vector<double> mask_values = RandomMask(rng, d);
+  const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -4.0, 4.0, c.dtype);
+  DeviceTensor x(d.Shape(), c.dtype, c.layout, x_values);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+  ASSERT_EQ(RunForward(x.get(), mask.get(), scale, x.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  ExpectForwardMatches(x.Read(), x_values, mask_values, d, scale, c.dtype);
+  EXPECT_EQ(x.CheckGuards(), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(ScaledMaskedSoftmax, InPlace, testing::ValuesIn(InPlaceCases()), InPlaceName);
+
+// ------------------------------------------------------------------------------------------------------------
+// The backward against finite differences of the forward.
+
+// Gradient of L(x) = sum(dy * forward(x)) by central differences of the float64 reference forward, one row at a
+// time (the rows are independent). h = 1e-6 on logits of size ~1: truncation ~h^2, rounding ~1e-16/h.
+std::vector<double> ReferenceGradientByDifferences(const std::vector<double>& x, const std::vector<double>& dy,
+                                                   const std::vector<double>& mask, const Dims& d, double scale) {
+  constexpr double kStep = 1e-6;
+  const std::vector<uint8_t> mask_bytes = MaskBytes(mask);
+  std::vector<double> gradient(x.size());
+  std::vector<double> row_x(static_cast<size_t>(d.S2)), row_y(static_cast<size_t>(d.S2));
+  std::vector<uint8_t> row_mask(static_cast<size_t>(d.S2));
+  auto loss = [&](int64_t row) {
+    ref::ScaledMaskedSoftmaxForward(row_x.data(), row_mask.data(), 1, 1, 1, d.S2, 1, 1, scale, row_y.data());
+    double sum = 0.0;
+    for (int64_t k = 0; k < d.S2; ++k) sum += dy[static_cast<size_t>(row * d.S2 + k)] * row_y[static_cast<size_t>(k)];
+    return sum;
+  };
+  for (int64_t row = 0; row < d.Rows(); ++row) {
+    for (int64_t k = 0; k < d.S2; ++k) {
+      row_x[static_cast<size_t>(k)] = x[static_cast<size_t>(row * d.S2 + k)];
+      row_mask[static_cast<size_t>(k)] = mask_bytes[static_cast<size_t>(MaskIndex(d, row * d.S2 + k))];
+    }
+    for (int64_t k = 0; k < d.S2; ++k) {
+      const double saved = row_x[static_cast<size_t>(k)];
+      row_x[static_cast<size_t>(k)] = saved + kStep;
+      const double plus = loss(row);
+      row_x[static_cast<size_t>(k)] = saved - kStep;
+      const double minus = loss(row);
+      row_x[static_cast<size_t>(k)] = saved;
+      gradient[static_cast<size_t>(row * d.S2 + k)] = (plus - minus) / (2.0 * kStep);
+    }
+  }
+  return gradient;
+}
+
+TEST(ScaledMaskedSoftmaxGradient, BackwardMatchesDifferencesOfReferenceForward) {
+  for (int64_t S2 : {5, 64, 131}) {
+    SCOPED_TRACE("S2 = " + std::to_string(S2));
+    const Dims d = MakeDims(2, 2, 3, S2, MaskForm::kPerHead);
+    const double scale = 0.8;
+    std::mt19937_64 rng(6000 + static_cast<uint64_t>(S2));
+    const std::vector<double> mask_values = RandomMask(rng, d);
+    const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -2, 2, ACL_FLOAT);
+    const std::vector<double> dy_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -1, 1, ACL_FLOAT);
+
+    // y = forward(x) by the operator, then the operator's backward at (dy, y).
+    DeviceTensor x(d.Shape(), ACL_FLOAT, Layout::kContiguous, x_values);
+    DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+    DeviceTensor y = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+    ASSERT_EQ(RunForward(x.get(), mask.get(), scale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    DeviceTensor dy(d.Shape(), ACL_FLOAT, Layout::kContiguous, dy_values);
+    DeviceTensor gradient = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+    ASSERT_EQ(RunBackward(dy.get(), y.get(), mask.get(), scale, gradient.get()), ACLNN_SUCCESS)
+        << optest::RecentErrorMessage();
+
+    const std::vector<double> expected = ReferenceGradientByDifferences(x_values, dy_values, mask_values, d, scale);
+    EXPECT_LE(optest::RelativeNormError(gradient.Read(), expected), 1e-5);
+  }
+}
+
+// L(x) = sum(dy * forward(x)) evaluated with the operator's fp32 forward; its central difference along a random
+// direction v must match <backward(dy, forward(x)), x+ - x->. Step h = 1e-2: the truncation error is about
+// h^2 * scale^2 / 6 ~ 2e-5 relative; the fp32 forward's rounding, a few u per y summed over the rows, divided by
+// the step, is of the same order at worst. 2e-4 of sum|g_i (x+_i - x-_i)| leaves a margin of 10x on those bounds
+// (the observed error is ~5e-7).
+TEST(ScaledMaskedSoftmaxGradient, BackwardMatchesDirectionalDifferenceOfOperatorForward) {
+  const Dims d = MakeDims(2, 3, 4, 50, MaskForm::kFull);
+  const double scale = 1.1;
+  constexpr double kStep = 1e-2;
+  std::mt19937_64 rng(7000);
+  const int64_t count = optest::NumElements(d.Shape());
+  const std::vector<double> mask_values = RandomMask(rng, d);
+  const std::vector<double> x_values = optest::RandomValues(rng, count, -2, 2, ACL_FLOAT);
+  const std::vector<double> dy_values = optest::RandomValues(rng, count, -1, 1, ACL_FLOAT);
+  const std::vector<double> direction = optest::RandomValues(rng, count, -1, 1, ACL_FLOAT);
+  std::vector<double> x_plus(x_values.size()), x_minus(x_values.size());
+  for (size_t i = 0; i < x_values.size(); ++i) {
+    x_plus[i] = optest::RoundToDType(x_values[i] + kStep * direction[i], ACL_FLOAT);
+    x_minus[i] = optest::RoundToDType(x_values[i] - kStep * direction[i], ACL_FLOAT);
+  }
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+  auto loss = [&](const std::vector<double>& at) {
+    DeviceTensor x(d.Shape(), ACL_FLOAT, Layout::kContiguous, at);
+    DeviceTensor y = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+    EXPECT_EQ(RunForward(x.get(), mask.get(), scale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    const std::vector<double> y_values = y.Read();
+    double sum = 0.0;
+    for (size_t i = 0; i < y_values.size(); ++i) sum += dy_values[i] * y_values[i];
+    return sum;
+  };
+  const double difference = loss(x_plus) - loss(x_minus);
+
+  DeviceTensor x(d.Shape(), ACL_FLOAT, Layout::kContiguous, x_values);
+  DeviceTensor y = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+  ASSERT_EQ(RunForward(x.get(), mask.get(), scale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  DeviceTensor dy(d.Shape(), ACL_FLOAT, Layout::kContiguous, dy_values);
+  DeviceTensor gradient = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+  ASSERT_EQ(RunBackward(dy.get(), y.get(), mask.get(), scale, gradient.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  const std::vector<double> g = gradient.Read();
+  double predicted = 0.0, magnitude = 0.0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    predicted += g[i] * (x_plus[i] - x_minus[i]);
+    magnitude += std::fabs(g[i] * (x_plus[i] - x_minus[i]));
+  }
+  EXPECT_GT(magnitude, 0.0);
+  EXPECT_NEAR(difference, predicted, 2e-4 * magnitude) << "difference " << difference << ", predicted " << predicted;
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Determinism, executors and streams.
+
+// Large enough for several ParallelFor chunks (about 64K elements each).
+const Dims kDeterminismDims = MakeDims(2, 3, 40, 1000, MaskForm::kPerBatch);
+constexpr double kDeterminismScale = 0.6;
+
+std::vector<uint8_t> BackwardBytes(aclDataType dtype) {
+  const BackwardData data = MakeBackwardData(kDeterminismDims, dtype, kDeterminismScale, 8000);
+  DeviceTensor dy(kDeterminismDims.Shape(), dtype, Layout::kContiguous, data.dy);
+  DeviceTensor y(kDeterminismDims.Shape(), dtype, Layout::kTransposed, data.y);
+  DeviceTensor mask(kDeterminismDims.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  DeviceTensor out = DeviceTensor::Output(kDeterminismDims.Shape(), dtype, Layout::kContiguous);
+  EXPECT_EQ(RunBackward(dy.get(), y.get(), mask.get(), kDeterminismScale, out.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  return out.ReadBytes();
+}
+
+TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalRunToRun) {
+  for (aclDataType dtype : kFloatDTypes) {
+    SCOPED_TRACE(optest::DTypeName(dtype));
+    const std::vector<uint8_t> first = BackwardBytes(dtype);
+    EXPECT_EQ(BackwardBytes(dtype), first);
+    ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_SUCCESS) << optest::RecentErrorMessage();
+    EXPECT_EQ(BackwardBytes(dtype), first);
+    EXPECT_EQ(BackwardBytes(dtype), first);
+    ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0), ACL_SUCCESS) << optest::RecentErrorMessage();
+  }
+}
+
+// Computes the determinism case and checks it against the reference; when PACL_SMS_OUTPUT_FILE is set (by
+// ThreadCountInvariance below, in a child process with another ACLNN_NUM_THREADS), also writes the output bytes there.
+TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
+  const BackwardData data = MakeBackwardData(kDeterminismDims, ACL_FLOAT, kDeterminismScale, 8000);
+  const std::vector<uint8_t> bytes = BackwardBytes(ACL_FLOAT);
+  std::vector<double> values(bytes.size() / sizeof(float));
+  for (size_t i = 0; i < values.size(); ++i) {
+    float f;
+    std::memcpy(&f, bytes.data() + i * sizeof(float), sizeof f);
+    values[i] = f;
+  }
+  ExpectBackwardMatches(values, data, kDeterminismDims, kDeterminismScale, ACL_FLOAT);
+  if (const char* path = std::getenv("PACL_SMS_OUTPUT_FILE")) {
+    std::ofstream file(path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    ASSERT_TRUE(file.good());
+  }
+}
+
+// Runs OutputForThreadCountCheck in a child process of this test binary with ACLNN_NUM_THREADS = threads (the
+// thread count is read once per process) and returns the bytes it wrote.
+std::vector<uint8_t> OutputWithThreads(int threads) {
+  const std::string path =
+      testing::TempDir() + "pacl_sms_threads_" + std::to_string(getpid()) + "_" + std::to_string(threads) + ".bin";
+  std::vector<std::string> env_strings;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    if (text.rfind("ACLNN_NUM_THREADS=", 0) == 0 || text.rfind("PACL_SMS_OUTPUT_FILE=", 0) == 0) continue;
+    env_strings.push_back(text);
+  }
+  env_strings.push_back("ACLNN_NUM_THREADS=" + std::to_string(threads));
+  env_strings.push_back("PACL_SMS_OUTPUT_FILE=" + path);
+  std::vector<char*> envp;
+  for (std::string& text : env_strings) envp.push_back(text.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe";
+  std::string filter = "--gtest_filter=ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck";
+  std::string quiet = "--gtest_brief=1";
+  std::vector<char*> argv = {exe.data(), filter.data(), quiet.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
+    ADD_FAILURE() << "posix_spawn failed";
+    return {};
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child with " << threads << " threads failed";
+  std::ifstream file(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  return bytes;
+}
+
+TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalForAnyThreadCount) {
+  const std::vector<uint8_t> here = BackwardBytes(ACL_FLOAT);
+  ASSERT_FALSE(here.empty());
+  for (int threads : {1, 3, 7}) {
+    SCOPED_TRACE("ACLNN_NUM_THREADS=" + std::to_string(threads));
+    EXPECT_EQ(OutputWithThreads(threads), here);
+  }
+}
+
+TEST(ScaledMaskedSoftmaxExecutor, RepeatableExecutorRunsAgainOnNewData) {
+  const Dims d = MakeDims(2, 2, 3, 33, MaskForm::kFull);
+  const double scale = 0.5;
+  const BackwardData first = MakeBackwardData(d, ACL_FLOAT, scale, 9000);
+  const BackwardData second = MakeBackwardData(d, ACL_FLOAT, scale, 9001);
+  DeviceTensor dy(d.Shape(), ACL_FLOAT, Layout::kContiguous, first.dy);
+  DeviceTensor y(d.Shape(), ACL_FLOAT, Layout::kContiguous, first.y);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, first.mask);
+  DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(dy.get(), y.get(), mask.get(), scale, false, out.get(),
+                                                             &workspace_size, &executor),
+            ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  EXPECT_EQ(workspace_size, 0u);
+  ASSERT_EQ(aclSetAclOpExecutorRepeatable(executor), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  optest::TestStream stream;
+  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackward(nullptr, 0, executor, stream.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ASSERT_EQ(aclrtSynchronizeStream(stream.get()), ACL_SUCCESS);
+  ExpectBackwardMatches(out.Read(), first, d, scale, ACL_FLOAT);
+
+  dy.Write(second.dy);
+  y.Write(second.y);
+  mask.Write(second.mask);
+  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackward(nullptr, 0, executor, nullptr), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  ExpectBackwardMatches(out.Read(), second, d, scale, ACL_FLOAT);
+  EXPECT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_SUCCESS);
+  EXPECT_EQ(out.CheckGuards(), "");
+}
+
+TEST(ScaledMaskedSoftmaxExecutor, OneShotExecutorRefusesASecondRun) {
+  const Dims d = MakeDims(1, 2, 2, 9, MaskForm::kShared);
+  const BackwardData data = MakeBackwardData(d, ACL_FLOAT, 1.0, 9100);
+  DeviceTensor dy(d.Shape(), ACL_FLOAT, Layout::kContiguous, data.dy);
+  DeviceTensor y(d.Shape(), ACL_FLOAT, Layout::kContiguous, data.y);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(dy.get(), y.get(), mask.get(), 1.0, false, out.get(),
+                                                             &workspace_size, &executor),
+            ACLNN_SUCCESS);
+  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackward(nullptr, 0, executor, nullptr), ACLNN_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  ExpectBackwardMatches(out.Read(), data, d, 1.0, ACL_FLOAT);
+  EXPECT_EQ(aclnnScaledMaskedSoftmaxBackward(nullptr, 0, executor, nullptr), ACLNN_ERR_PARAM_INVALID);
+}
+
+TEST(ScaledMaskedSoftmaxExecutor, RunsOnDefaultAndCreatedStreams) {
+  const Dims d = MakeDims(2, 2, 2, 40, MaskForm::kPerHead);
+  const double scale = 1.3;
+  std::mt19937_64 rng(9200);
+  const std::vector<double> mask_values = RandomMask(rng, d);
+  const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -3, 3, ACL_FLOAT);
+  DeviceTensor x(d.Shape(), ACL_FLOAT, Layout::kContiguous, x_values);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+  optest::TestStream stream;
+  for (aclrtStream s : {static_cast<aclrtStream>(nullptr), stream.get()}) {
+    DeviceTensor y = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+    ASSERT_EQ(RunForward(x.get(), mask.get(), scale, y.get(), s), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    ExpectForwardMatches(y.Read(), x_values, mask_values, d, scale, ACL_FLOAT);
+    const BackwardData data = MakeBackwardData(d, ACL_FLOAT, scale, 9201);
+    DeviceTensor dy(d.Shape(), ACL_FLOAT, Layout::kContiguous, data.dy);
+    DeviceTensor yb(d.Shape(), ACL_FLOAT, Layout::kContiguous, data.y);
+    DeviceTensor mb(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+    DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+    ASSERT_EQ(RunBackward(dy.get(), yb.get(), mb.get(), scale, out.get(), s), ACLNN_SUCCESS)
+        << optest::RecentErrorMessage();
+    ExpectBackwardMatches(out.Read(), data, d, scale, ACL_FLOAT);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Empty problems: B, N or S1 of 0 succeed and write nothing.
+
+TEST(ScaledMaskedSoftmaxEmpty, ZeroSizedDimsDoNothing) {
+  for (const Dims& d : {Dims{0, 2, 3, 8, 1, 2}, Dims{2, 0, 3, 8, 2, 1}, Dims{2, 2, 0, 8, 1, 1}}) {
+    SCOPED_TRACE(optest::ShapeString(d.Shape()));
+    DeviceTensor dy(d.Shape(), ACL_FLOAT, Layout::kContiguous, {});
+    DeviceTensor y(d.Shape(), ACL_FLOAT, Layout::kContiguous, {});
+    DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous,
+                      std::vector<double>(static_cast<size_t>(optest::NumElements(d.MaskShape())), 0.0));
+    DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kPadded);
+    EXPECT_EQ(RunBackward(dy.get(), y.get(), mask.get(), 1.0, out.get()), ACLNN_SUCCESS)
+        << optest::RecentErrorMessage();
+    EXPECT_EQ(out.CheckGuards(), "");
+    DeviceTensor y_out = DeviceTensor::Output(d.Shape(), ACL_BF16, Layout::kContiguous);
+    DeviceTensor x(d.Shape(), ACL_BF16, Layout::kContiguous, {});
+    EXPECT_EQ(RunForward(x.get(), mask.get(), 1.0, y_out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    EXPECT_EQ(y_out.CheckGuards(), "");
+  }
+}
+
+// The masked fill value is exactly -10000: with unmasked logits near -10000, masked elements keep a visible share.
+TEST(ScaledMaskedSoftmaxValues, MaskedLogitIsMinus10000) {
+  const Dims d = MakeDims(1, 2, 3, 24, MaskForm::kPerHead);
+  std::mt19937_64 rng(9400);
+  const std::vector<double> mask_values = RandomMask(rng, d);
+  const std::vector<double> x_values =
+      optest::RandomValues(rng, optest::NumElements(d.Shape()), -9997.0, -9993.0, ACL_FLOAT);
+  DeviceTensor x(d.Shape(), ACL_FLOAT, Layout::kContiguous, x_values);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+  DeviceTensor y = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+  ASSERT_EQ(RunForward(x.get(), mask.get(), 1.0, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  const std::vector<double> expected = ReferenceForward(x_values, mask_values, d, 1.0);
+  EXPECT_LE(optest::RelativeNormError(y.Read(), expected), 1e-5);
+  // The share of a masked element in a partially masked row is exp(-10000 - max) / sum: far from 0.
+  double largest_masked_share = 0.0;
+  for (int64_t i = 0; i < optest::NumElements(d.Shape()); ++i) {
+    if (i / d.S2 % d.S1 == 2 && mask_values[static_cast<size_t>(MaskIndex(d, i))] != 0) {
+      largest_masked_share = std::max(largest_masked_share, expected[static_cast<size_t>(i)]);
+    }
+  }
+  EXPECT_GT(largest_masked_share, 1e-4);
+}
+
+// Extreme but finite inputs: large logits are handled by the max subtraction; NaN never reaches masked outputs.
+TEST(ScaledMaskedSoftmaxValues, LargeLogitsAndNonFiniteMaskedInputs) {
+  const Dims d = MakeDims(1, 2, 3, 20, MaskForm::kShared);
+  std::mt19937_64 rng(9300);
+  const std::vector<double> mask_values = RandomMask(rng, d);
+  std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), 500.0, 520.0, ACL_FLOAT);
+  DeviceTensor x(d.Shape(), ACL_FLOAT, Layout::kContiguous, x_values);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+  DeviceTensor y = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+  ASSERT_EQ(RunForward(x.get(), mask.get(), 0.25, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  EXPECT_LE(optest::RelativeNormError(y.Read(), ReferenceForward(x_values, mask_values, d, 0.25)), 1e-5);
+
+  // Backward: NaN and Inf in dy/y at masked positions must still give exactly 0 there.
+  // (Only in the fully masked rows s1 = 0: elsewhere a NaN would reach sum(dy*y) and every element of its row.)
+  BackwardData data = MakeBackwardData(d, ACL_FLOAT, 1.0, 9301);
+  for (size_t i = 0; i < data.dy.size(); ++i) {
+    if (static_cast<int64_t>(i) / d.S2 % d.S1 == 0) data.dy[i] = i % 2 ? INFINITY : NAN;
+  }
+  DeviceTensor dy(d.Shape(), ACL_FLOAT, Layout::kContiguous, data.dy);
+  DeviceTensor yb(d.Shape(), ACL_FLOAT, Layout::kContiguous, data.y);
+  DeviceTensor mb(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+  ASSERT_EQ(RunBackward(dy.get(), yb.get(), mb.get(), 1.0, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  ExpectBackwardMatches(out.Read(), data, d, 1.0, ACL_FLOAT);
+}
+
+}  // namespace
