@@ -7,7 +7,10 @@
 #include "pacl/convert.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <limits>
 
 #undef HWY_TARGET_INCLUDE
@@ -130,6 +133,37 @@ void StoreFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t d
 }
 
 const char* SimdTargetName() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
+
+namespace {
+
+// ACLNN_SIMD_TARGET=<name> (a Highway target name: AVX3, AVX2, SSE4, SCALAR or EMU128) pins every kernel of the
+// process to that instruction set, e.g. to reproduce the bits another machine computes, or to test the narrower
+// code paths on a wide machine. Applied while libnnopbase loads, before any kernel has been dispatched; a name
+// that was not compiled in or that this CPU cannot run is reported on stderr and ignored.
+struct SimdTargetFromEnvironment {
+  SimdTargetFromEnvironment() {
+    const char* wanted = std::getenv("ACLNN_SIMD_TARGET");
+    if (wanted == nullptr || *wanted == '\0') return;
+    const int64_t available = hwy::SupportedTargets() & HWY_TARGETS;
+    for (int64_t rest = available; rest != 0; rest &= rest - 1) {
+      const int64_t target = rest & -rest;
+      if (std::strcmp(hwy::TargetName(target), wanted) == 0) {
+        hwy::SetSupportedTargetsForTest(target);
+        return;
+      }
+    }
+    std::string names;
+    for (int64_t rest = available; rest != 0; rest &= rest - 1) {
+      names += names.empty() ? "" : ", ";
+      names += hwy::TargetName(rest & -rest);
+    }
+    std::fprintf(stderr, "portable-aclnn: ignoring ACLNN_SIMD_TARGET=%s: not one of the targets this build can run "
+                 "here (%s)\n", wanted, names.c_str());
+  }
+};
+const SimdTargetFromEnvironment simd_target_from_environment;
+
+}  // namespace
 
 // Test hooks declared in pacl/convert.h. Call AvailableSimdTargetsForTest while no restriction is active.
 namespace convert_testing {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -510,6 +511,23 @@ TEST(ConvertTest, UnsupportedTypeLoadsNanAndStoresNothing) {
   for (float v : floats) EXPECT_TRUE(std::isnan(v));
   pacl::StoreFromFloat(floats.data(), ACL_INT32, ints.data(), 1, 8);
   EXPECT_EQ(ints, std::vector<int32_t>(8, 7));
+}
+
+}  // namespace
+
+namespace {
+
+// ACLNN_SIMD_TARGET pins dispatch while the library loads; ctest runs this test with each value (tests/CMakeLists).
+TEST(SimdTargetPin, ChosenTargetFollowsTheEnvironment) {
+  const char* wanted = std::getenv("ACLNN_SIMD_TARGET");
+  if (wanted == nullptr) GTEST_SKIP() << "ACLNN_SIMD_TARGET is not set";
+  __builtin_cpu_init();
+  const std::string name = wanted;
+  if ((name == "AVX2" && !__builtin_cpu_supports("avx2")) || (name == "SSE4" && !__builtin_cpu_supports("sse4.2")) ||
+      (name == "AVX3" && !__builtin_cpu_supports("avx512bw"))) {
+    GTEST_SKIP() << "this CPU cannot run " << name;
+  }
+  EXPECT_STREQ(pacl::SimdTargetName(), wanted);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ PACL_INTERNAL_API void StoreFromFloat(const float* src, aclDataType dst_type, vo
                                       int64_t n);
 
 // Name of the instruction-set target Highway chose for this process ("AVX3", "AVX2", ...), for benchmarks/demo.
+// ACLNN_SIMD_TARGET=<name> pins it (see convert.cpp).
 PACL_INTERNAL_API const char* SimdTargetName();
 
 // For tests only: they let the conversion tests run on every compiled target and change process-wide Highway
