@@ -1,0 +1,302 @@
+#include "bench_common.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include <benchmark/benchmark.h>
+
+namespace bench {
+namespace {
+
+const int kTriadRepetitionsPerCase = 3;
+
+aclrtStream g_stream = nullptr;
+bool g_any_failed = false;
+
+// The triad's arrays, allocated once.
+struct TriadArrays {
+  int threads = 1;
+  size_t n = 0;
+  std::unique_ptr<double[]> a, b, c;
+};
+TriadArrays g_triad;
+
+// Runs body(begin, end) on g_triad.threads threads over slices of [0, n) that start on cache-line boundaries.
+template <class Body>
+void ForEachTriadSlice(const Body& body) {
+  const size_t n = g_triad.n;
+  const size_t per_thread = (n / static_cast<size_t>(g_triad.threads) + 7) / 8 * 8;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < g_triad.threads; ++t) {
+    const size_t begin = std::min(n, per_thread * static_cast<size_t>(t));
+    const size_t end = std::min(n, begin + per_thread);
+    workers.emplace_back([&body, begin, end] { body(begin, end); });
+  }
+  for (std::thread& w : workers) w.join();
+}
+
+std::string Failure(const char* call, int status) {
+  return std::string(call) + " failed with " + std::to_string(status) + ": " + RecentErrorMessage();
+}
+
+// Small, fast and reproducible; the quality of the numbers does not matter for timing.
+struct Random {
+  uint64_t state;
+  explicit Random(uint32_t seed) : state(0x9E3779B97F4A7C15ull ^ seed) {}
+  double Uniform01() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 40) / 16777216.0;
+  }
+};
+
+uint16_t FloatToBFloat16Bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+std::string CreateTensorStorage(const std::vector<int64_t>& shape, aclDataType dtype, DeviceTensor* result) {
+  result->bytes = static_cast<size_t>(ElementCount(shape)) * aclDataTypeSize(dtype);
+  aclError status = aclrtMalloc(&result->data, std::max<size_t>(result->bytes, 1), ACL_MEM_MALLOC_HUGE_FIRST);
+  if (status != ACL_SUCCESS) return Failure("aclrtMalloc", status);
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d > 1; --d) strides[d - 2] = strides[d - 1] * shape[d - 1];
+  result->tensor = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, ACL_FORMAT_ND, shape.data(),
+                                   shape.size(), result->data);
+  if (result->tensor == nullptr) return std::string("aclCreateTensor returned NULL: ") + RecentErrorMessage();
+  return "";
+}
+
+// The last prepared case, kept while Google Benchmark calls the same benchmark again with more iterations.
+struct CachedCall {
+  std::string name;
+  std::string error;
+  PreparedCall call;
+  void* workspace = nullptr;
+  double triad_gbps = 0;  // measured just before the case's first timed run
+};
+CachedCall g_cached;
+
+void ReleaseCached() {
+  if (g_cached.call.executor != nullptr) aclDestroyAclOpExecutor(g_cached.call.executor);
+  if (g_cached.workspace != nullptr) aclrtFree(g_cached.workspace);
+  for (DeviceTensor& t : g_cached.call.tensors) ReleaseDeviceTensor(&t);
+  g_cached = CachedCall();
+}
+
+void PrepareCached(const std::string& name, const Preparer& prepare) {
+  if (g_cached.name == name) return;
+  ReleaseCached();
+  g_cached.name = name;
+  g_cached.error = prepare(&g_cached.call);
+  if (!g_cached.error.empty()) return;
+  aclnnStatus status = aclSetAclOpExecutorRepeatable(g_cached.call.executor);
+  if (status != ACLNN_SUCCESS) {
+    g_cached.error = Failure("aclSetAclOpExecutorRepeatable", status);
+    return;
+  }
+  if (g_cached.call.workspace_size > 0) {
+    aclError alloc = aclrtMalloc(&g_cached.workspace, g_cached.call.workspace_size, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (alloc != ACL_SUCCESS) {
+      g_cached.error = Failure("aclrtMalloc(workspace)", alloc);
+      return;
+    }
+  }
+  g_cached.triad_gbps = MeasureTriadGBps(kTriadRepetitionsPerCase);
+}
+
+void RunCase(benchmark::State& state, const std::string& name, const Preparer& prepare) {
+  PrepareCached(name, prepare);
+  if (!g_cached.error.empty()) {
+    g_any_failed = true;
+    state.SkipWithError(g_cached.error.c_str());
+    return;
+  }
+  const PreparedCall& call = g_cached.call;
+  double total_seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    aclnnStatus status = call.phase2(g_cached.workspace, call.workspace_size, call.executor, g_stream);
+    aclError sync = status == ACLNN_SUCCESS ? aclrtSynchronizeStream(g_stream) : ACL_SUCCESS;
+    const auto stop = std::chrono::steady_clock::now();
+    if (status != ACLNN_SUCCESS || sync != ACL_SUCCESS) {
+      g_cached.error = Failure(status != ACLNN_SUCCESS ? "phase 2" : "aclrtSynchronizeStream",
+                               status != ACLNN_SUCCESS ? status : sync);
+      g_any_failed = true;
+      state.SkipWithError(g_cached.error.c_str());
+      break;
+    }
+    const double seconds = std::chrono::duration<double>(stop - start).count();
+    state.SetIterationTime(seconds);
+    total_seconds += seconds;
+  }
+  if (state.error_occurred() || total_seconds <= 0) return;
+  const double gbps = call.bytes * static_cast<double>(state.iterations()) / total_seconds / 1e9;
+  const double triad = g_cached.triad_gbps;
+  state.counters["GB/s"] = benchmark::Counter(gbps);
+  state.counters["triad_GB/s"] = benchmark::Counter(triad);
+  state.counters["triad%"] = benchmark::Counter(triad > 0 ? 100.0 * gbps / triad : 0.0);
+}
+
+}  // namespace
+
+int LibraryThreadCount() {
+  if (const char* env = std::getenv("ACLNN_NUM_THREADS")) {
+    char* end = nullptr;
+    const long value = std::strtol(env, &end, 10);
+    while (end != env && (*end == ' ' || *end == '\t')) ++end;
+    if (end != env && *end == '\0' && value >= 1 && value <= 1024) return static_cast<int>(value);
+  }
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0) return CPU_COUNT(&cpus);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void SetUpTriad(int threads, size_t mib_per_array) {
+  g_triad.threads = std::max(1, threads);
+  g_triad.n = mib_per_array * 1024 * 1024 / sizeof(double);
+  g_triad.a.reset(new double[g_triad.n]);
+  g_triad.b.reset(new double[g_triad.n]);
+  g_triad.c.reset(new double[g_triad.n]);
+  double* pa = g_triad.a.get();
+  double* pb = g_triad.b.get();
+  double* pc = g_triad.c.get();
+  // Each thread touches its own slice first, so the pages are placed near the thread that later streams them.
+  ForEachTriadSlice([=](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      pa[i] = 0.0;
+      pb[i] = 1.0;
+      pc[i] = 2.0;
+    }
+  });
+}
+
+double MeasureTriadGBps(int repetitions) {
+  if (g_triad.n == 0) return 0;
+  double* pa = g_triad.a.get();
+  const double* pb = g_triad.b.get();
+  const double* pc = g_triad.c.get();
+  const double scalar = 3.0;
+  double best = 0;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    ForEachTriadSlice([=](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) pa[i] = pb[i] + scalar * pc[i];
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, 24.0 * static_cast<double>(g_triad.n) / seconds / 1e9);
+  }
+  // Checks the arithmetic (and keeps the loops from being optimised away).
+  if (pa[0] != 7.0 || pa[g_triad.n - 1] != 7.0) {
+    std::fprintf(stderr, "triad check failed: a[0] = %g, a[n-1] = %g\n", pa[0], pa[g_triad.n - 1]);
+    return 0;
+  }
+  return best;
+}
+
+std::string CreateRandomTensor(const std::vector<int64_t>& shape, aclDataType dtype, double low, double high,
+                               uint32_t seed, DeviceTensor* result) {
+  if (dtype != ACL_FLOAT && dtype != ACL_FLOAT16 && dtype != ACL_BF16) return "CreateRandomTensor: unsupported dtype";
+  std::string error = CreateTensorStorage(shape, dtype, result);
+  if (!error.empty()) return error;
+  // Filled through a host buffer of bounded size, chunk by chunk, as a program would copy to a device.
+  const size_t element_size = aclDataTypeSize(dtype);
+  const size_t total = static_cast<size_t>(ElementCount(shape));
+  const size_t chunk = size_t{1} << 20;
+  std::vector<unsigned char> host(std::min(total, chunk) * element_size);
+  Random random(seed);
+  for (size_t begin = 0; begin < total; begin += chunk) {
+    const size_t count = std::min(chunk, total - begin);
+    for (size_t i = 0; i < count; ++i) {
+      const float value = static_cast<float>(low + (high - low) * random.Uniform01());
+      if (dtype == ACL_FLOAT) {
+        std::memcpy(&host[i * 4], &value, 4);
+      } else {
+        const uint16_t bits = dtype == ACL_FLOAT16 ? aclFloatToFloat16(value) : FloatToBFloat16Bits(value);
+        std::memcpy(&host[i * 2], &bits, 2);
+      }
+    }
+    char* destination = static_cast<char*>(result->data) + begin * element_size;
+    const size_t bytes = count * element_size;
+    aclError status = aclrtMemcpy(destination, result->bytes - begin * element_size, host.data(), bytes,
+                                  ACL_MEMCPY_HOST_TO_DEVICE);
+    if (status != ACL_SUCCESS) return Failure("aclrtMemcpy", status);
+  }
+  return "";
+}
+
+std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result) {
+  std::string error = CreateTensorStorage(shape, ACL_BOOL, result);
+  if (!error.empty()) return error;
+  const int64_t queries = shape[shape.size() - 2];
+  const int64_t keys = shape.back();
+  std::vector<uint8_t> host(static_cast<size_t>(ElementCount(shape)));
+  for (size_t i = 0; i < host.size(); ++i) {
+    const int64_t key = static_cast<int64_t>(i) % keys;
+    const int64_t query = static_cast<int64_t>(i) / keys % queries;
+    host[i] = key > query ? 1 : 0;
+  }
+  aclError status = aclrtMemcpy(result->data, result->bytes, host.data(), host.size(), ACL_MEMCPY_HOST_TO_DEVICE);
+  return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
+}
+
+void ReleaseDeviceTensor(DeviceTensor* t) {
+  if (t->tensor != nullptr) aclDestroyTensor(t->tensor);
+  if (t->data != nullptr) aclrtFree(t->data);
+  *t = DeviceTensor();
+}
+
+void RegisterOperatorBenchmark(const std::string& name, Preparer prepare) {
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [name, prepare](benchmark::State& state) { RunCase(state, name, prepare); })
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
+void SetStream(aclrtStream stream) { g_stream = stream; }
+void ReleaseBenchmarkResources() {
+  ReleaseCached();
+  g_triad = TriadArrays();
+}
+bool AnyBenchmarkFailed() { return g_any_failed; }
+
+std::string ShapeLabel(const std::vector<int64_t>& shape) {
+  std::string label;
+  for (size_t d = 0; d < shape.size(); ++d) label += (d > 0 ? "x" : "") + std::to_string(shape[d]);
+  return label;
+}
+
+const char* DTypeLabel(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return "FLOAT";
+    case ACL_FLOAT16:
+      return "FLOAT16";
+    case ACL_BF16:
+      return "BFLOAT16";
+    default:
+      return "OTHER";
+  }
+}
+
+int64_t ElementCount(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
+std::string RecentErrorMessage() {
+  const char* message = aclGetRecentErrMsg();
+  return message != nullptr ? message : "";
+}
+
+}  // namespace bench

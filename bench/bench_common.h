@@ -1,0 +1,83 @@
+// The shared part of the benchmark driver: memory bandwidth (a STREAM-style triad), device tensors filled with
+// random data, and the timed loop every operator case goes through. Uses only the public aclnn API.
+#ifndef PACL_BENCH_BENCH_COMMON_H_
+#define PACL_BENCH_BENCH_COMMON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
+
+namespace bench {
+
+// The thread count the library uses: ACLNN_NUM_THREADS when it is an integer in [1, 1024], else the number of
+// CPUs this process may run on. (The library's own function for this is internal; this follows its rule.)
+int LibraryThreadCount();
+
+// STREAM's triad a[i] = b[i] + s * c[i] over three arrays of `mib_per_array` MiB of doubles, split over
+// `threads` threads; GB/s counting 24 bytes per element (STREAM's convention: two reads and one write, no
+// write-allocate traffic). SetUpTriad allocates and first-touches the arrays (kept until ReleaseBenchmarkResources);
+// MeasureTriadGBps returns the best of `repetitions` passes (0 if the result is wrong or nothing is set up).
+void SetUpTriad(int threads, size_t mib_per_array);
+double MeasureTriadGBps(int repetitions);
+
+// A device buffer and the contiguous ND tensor over it.
+struct DeviceTensor {
+  void* data = nullptr;
+  aclTensor* tensor = nullptr;
+  size_t bytes = 0;
+};
+
+// Returns "" on success, else what failed (with aclGetRecentErrMsg). Values are uniform in [low, high), rounded
+// to dtype (ACL_FLOAT, ACL_FLOAT16 or ACL_BF16); seed makes them reproducible.
+std::string CreateRandomTensor(const std::vector<int64_t>& shape, aclDataType dtype, double low, double high,
+                               uint32_t seed, DeviceTensor* result);
+// A BOOL tensor (..., S1, S2) holding a causal mask: true (masked) where the key index exceeds the query index.
+std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result);
+void ReleaseDeviceTensor(DeviceTensor* t);
+
+using Phase2 = aclnnStatus (*)(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                               aclrtStream stream);
+
+// One operator call after phase 1: what the timed loop runs again and again.
+struct PreparedCall {
+  std::vector<DeviceTensor> tensors;  // inputs and outputs, released with the call
+  aclOpExecutor* executor = nullptr;
+  uint64_t workspace_size = 0;
+  Phase2 phase2 = nullptr;
+  double bytes = 0;  // every input and output tensor counted once
+};
+
+// Creates the tensors of one case and runs phase 1 on them, filling *call; returns "" or what failed.
+using Preparer = std::function<std::string(PreparedCall* call)>;
+
+// Registers "<name>" with Google Benchmark. When it runs: prepare once (untimed), make the executor repeatable,
+// allocate the workspace, measure the triad again (the machine's bandwidth can drift during a long run, on shared
+// hosts especially), then time phase 2 + aclrtSynchronizeStream per iteration. Counters: GB/s (bytes / time),
+// triad_GB/s (the triad just measured) and triad% (GB/s as a percentage of triad_GB/s).
+void RegisterOperatorBenchmark(const std::string& name, Preparer prepare);
+
+// Set by main before the benchmarks run.
+void SetStream(aclrtStream stream);
+// Releases the triad arrays and the tensors, executor and workspace of the last case that ran (main calls it
+// after the run).
+void ReleaseBenchmarkResources();
+// Whether any case failed (phase 1, phase 2 or the synchronisation); main's exit status reports it.
+bool AnyBenchmarkFailed();
+
+std::string ShapeLabel(const std::vector<int64_t>& shape);  // "4x16x1024x1024"
+const char* DTypeLabel(aclDataType dtype);                    // "FLOAT", "FLOAT16", "BFLOAT16"
+int64_t ElementCount(const std::vector<int64_t>& shape);
+// aclGetRecentErrMsg(), or "" when there is none (it returns NULL then).
+std::string RecentErrorMessage();
+
+// Operator case tables, one function per operator file; main calls each.
+void RegisterScaledMaskedSoftmaxBenchmarks();
+
+}  // namespace bench
+
+#endif  // PACL_BENCH_BENCH_COMMON_H_

@@ -1,0 +1,355 @@
+// aclnn_demo: runs every implemented operator through the public aclnn API on a realistic shape in each of its
+// dtypes, checks the results against the float64 references of the test tree, and prints a table of errors,
+// times and bandwidths. Exits non-zero if any check fails.
+//
+// Check: max |result - reference| <= tolerance, where tolerance = k(dtype) * max |reference| with k = 1e-5 for
+// FLOAT (fp32 arithmetic), 2^-10 for FLOAT16 and 2^-7 for BFLOAT16 (twice the rounding step of one correctly
+// rounded result near the largest value). The unit tests check much more tightly, element by element.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_scaled_masked_softmax.h"
+#include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
+#include "reference/float_formats.h"
+#include "reference/scaled_masked_softmax_reference.h"
+
+namespace {
+
+const int kTimedRuns = 3;  // the time shown is the best of these
+
+struct Row {
+  std::string op;
+  aclDataType dtype = ACL_FLOAT;
+  std::string shape;
+  double max_abs_error = NAN;
+  double tolerance = 0;
+  double milliseconds = NAN;
+  double gbps = NAN;
+  bool pass = false;
+  std::string error;  // a failed call, if any
+};
+
+const char* DTypeName(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT:
+      return "FLOAT";
+    case ACL_FLOAT16:
+      return "FLOAT16";
+    case ACL_BF16:
+      return "BFLOAT16";
+    default:
+      return "?";
+  }
+}
+
+double RelativeTolerance(aclDataType dtype) {
+  switch (dtype) {
+    case ACL_FLOAT16:
+      return std::ldexp(1.0, -10);
+    case ACL_BF16:
+      return std::ldexp(1.0, -7);
+    default:
+      return 1e-5;
+  }
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d) s += (d > 0 ? "x" : "") + std::to_string(shape[d]);
+  return s;
+}
+
+int64_t ElementCount(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
+// aclGetRecentErrMsg() returns NULL when no message is pending.
+std::string RecentErrorMessage() {
+  const char* message = aclGetRecentErrMsg();
+  return message != nullptr ? message : "";
+}
+
+std::string Failure(const char* call, int status) {
+  return std::string(call) + " returned " + std::to_string(status) + ": " + RecentErrorMessage();
+}
+
+// Values as stored in dtype, and back: the reference sees exactly the values the library reads.
+std::vector<unsigned char> Encode(const std::vector<double>& values, aclDataType dtype) {
+  const size_t size = aclDataTypeSize(dtype);
+  std::vector<unsigned char> bytes(values.size() * size);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == ACL_FLOAT) {
+      const float f = static_cast<float>(values[i]);
+      std::memcpy(&bytes[i * size], &f, size);
+    } else {
+      const uint16_t bits =
+          dtype == ACL_FLOAT16 ? ref::DoubleToHalfBits(values[i]) : ref::DoubleToBFloat16Bits(values[i]);
+      std::memcpy(&bytes[i * size], &bits, size);
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> Decode(const std::vector<unsigned char>& bytes, aclDataType dtype) {
+  const size_t size = aclDataTypeSize(dtype);
+  std::vector<double> values(bytes.size() / size);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == ACL_FLOAT) {
+      float f;
+      std::memcpy(&f, &bytes[i * size], size);
+      values[i] = f;
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, &bytes[i * size], size);
+      values[i] = dtype == ACL_FLOAT16 ? ref::HalfBitsToDouble(bits) : ref::BFloat16BitsToDouble(bits);
+    }
+  }
+  return values;
+}
+
+// Rounds values to dtype in place (so inputs are exactly representable).
+void RoundTo(aclDataType dtype, std::vector<double>* values) { *values = Decode(Encode(*values, dtype), dtype); }
+
+// A contiguous ND device tensor.
+class DeviceTensor {
+ public:
+  DeviceTensor() = default;
+  DeviceTensor(const DeviceTensor&) = delete;
+  DeviceTensor& operator=(const DeviceTensor&) = delete;
+  ~DeviceTensor() {
+    if (tensor_ != nullptr) aclDestroyTensor(tensor_);
+    if (data_ != nullptr) aclrtFree(data_);
+  }
+
+  // Copies host bytes in; with host empty, fills the buffer with 0xFF bytes (NaN in every float format) so an
+  // element the operator does not write shows up in the check.
+  std::string Create(const std::vector<int64_t>& shape, aclDataType dtype, const std::vector<unsigned char>& host) {
+    bytes_ = static_cast<size_t>(ElementCount(shape)) * aclDataTypeSize(dtype);
+    aclError status = aclrtMalloc(&data_, bytes_, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (status != ACL_SUCCESS) return Failure("aclrtMalloc", status);
+    status = host.empty() ? aclrtMemset(data_, bytes_, 0xFF, bytes_)
+                          : aclrtMemcpy(data_, bytes_, host.data(), bytes_, ACL_MEMCPY_HOST_TO_DEVICE);
+    if (status != ACL_SUCCESS) return Failure("aclrtMemcpy/aclrtMemset", status);
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t d = shape.size(); d > 1; --d) strides[d - 2] = strides[d - 1] * shape[d - 1];
+    tensor_ = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, ACL_FORMAT_ND, shape.data(),
+                              shape.size(), data_);
+    return tensor_ != nullptr ? "" : std::string("aclCreateTensor: ") + RecentErrorMessage();
+  }
+
+  std::string CopyOut(std::vector<unsigned char>* host) const {
+    host->resize(bytes_);
+    aclError status = aclrtMemcpy(host->data(), bytes_, data_, bytes_, ACL_MEMCPY_DEVICE_TO_HOST);
+    return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
+  }
+
+  aclTensor* tensor() const { return tensor_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  aclTensor* tensor_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+using Phase2 = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
+
+// Runs a phase-1 result kTimedRuns times (repeatable executor), each run phase 2 + aclrtSynchronizeStream, and
+// records the best time. Releases the executor.
+std::string RunTimed(aclrtStream stream, uint64_t workspace_size, aclOpExecutor* executor, Phase2 phase2,
+                     double* best_milliseconds) {
+  std::string error;
+  aclnnStatus status = aclSetAclOpExecutorRepeatable(executor);
+  if (status != ACLNN_SUCCESS) return Failure("aclSetAclOpExecutorRepeatable", status);
+  void* workspace = nullptr;
+  if (workspace_size > 0) {
+    aclError alloc = aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (alloc != ACL_SUCCESS) error = Failure("aclrtMalloc(workspace)", alloc);
+  }
+  *best_milliseconds = INFINITY;
+  for (int run = 0; run < kTimedRuns && error.empty(); ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    status = phase2(workspace, workspace_size, executor, stream);
+    if (status != ACLNN_SUCCESS) {
+      error = Failure("phase 2", status);
+      break;
+    }
+    aclError sync = aclrtSynchronizeStream(stream);
+    if (sync != ACL_SUCCESS) {
+      error = Failure("aclrtSynchronizeStream", sync);
+      break;
+    }
+    const std::chrono::duration<double, std::milli> elapsed = std::chrono::steady_clock::now() - start;
+    *best_milliseconds = std::min(*best_milliseconds, elapsed.count());
+  }
+  if (workspace != nullptr) aclrtFree(workspace);
+  aclDestroyAclOpExecutor(executor);
+  return error;
+}
+
+void Check(const std::vector<double>& got, const std::vector<double>& expected, Row* row) {
+  double largest = 0;
+  for (double v : expected) largest = std::max(largest, std::fabs(v));
+  row->tolerance = RelativeTolerance(row->dtype) * largest;
+  row->max_abs_error = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double error = std::fabs(got[i] - expected[i]);
+    if (std::isnan(error) || error > row->max_abs_error) row->max_abs_error = error;
+    if (std::isnan(error)) break;
+  }
+  row->pass = row->max_abs_error <= row->tolerance;
+}
+
+// Uniform values in [low, high) from a fixed-seed generator.
+std::vector<double> RandomValues(int64_t count, double low, double high, uint64_t seed) {
+  std::vector<double> values(static_cast<size_t>(count));
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (double& v : values) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = low + (high - low) * static_cast<double>(state >> 11) * 0x1.0p-53;
+  }
+  return values;
+}
+
+// ScaledMaskedSoftmax forward then backward (on the forward's own output, as in training), one dtype.
+void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<Row>* rows) {
+  // Attention scores of 2 sequences, 16 heads, 512 tokens; one mask per sequence: causal, and sequence 1 is
+  // padded (its last 64 keys masked).
+  const std::vector<int64_t> shape = {2, 16, 512, 512};
+  const std::vector<int64_t> mask_shape = {2, 1, 512, 512};
+  const int64_t B = shape[0], N = shape[1], S1 = shape[2], S2 = shape[3];
+  const double scale = 0.125;
+  const int64_t count = ElementCount(shape);
+
+  Row forward;
+  forward.op = "ScaledMaskedSoftmax";
+  forward.dtype = dtype;
+  forward.shape = ShapeString(shape);
+  Row backward = forward;
+  backward.op = "ScaledMaskedSoftmaxBackward";
+
+  std::vector<uint8_t> mask(static_cast<size_t>(ElementCount(mask_shape)));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t q = 0; q < S1; ++q) {
+      for (int64_t k = 0; k < S2; ++k) mask[(b * S1 + q) * S2 + k] = (k > q || (b == 1 && k >= S2 - 64)) ? 1 : 0;
+    }
+  }
+  std::vector<double> x = RandomValues(count, -16.0, 16.0, 1);
+  std::vector<double> grad_output = RandomValues(count, -1.0, 1.0, 2);
+  RoundTo(dtype, &x);
+  RoundTo(dtype, &grad_output);
+
+  DeviceTensor x_dev, mask_dev, y_dev, grad_output_dev, out_dev;
+  std::string error = x_dev.Create(shape, dtype, Encode(x, dtype));
+  if (error.empty()) error = mask_dev.Create(mask_shape, ACL_BOOL, std::vector<unsigned char>(mask.begin(), mask.end()));
+  if (error.empty()) error = y_dev.Create(shape, dtype, {});
+  if (error.empty()) error = grad_output_dev.Create(shape, dtype, Encode(grad_output, dtype));
+  if (error.empty()) error = out_dev.Create(shape, dtype, {});
+
+  // Forward.
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  if (error.empty()) {
+    aclnnStatus status = aclnnScaledMaskedSoftmaxGetWorkspaceSize(x_dev.tensor(), mask_dev.tensor(), scale, false,
+                                                                  y_dev.tensor(), &workspace_size, &executor);
+    error = status == ACLNN_SUCCESS ? RunTimed(stream, workspace_size, executor, aclnnScaledMaskedSoftmax,
+                                               &forward.milliseconds)
+                                    : Failure("aclnnScaledMaskedSoftmaxGetWorkspaceSize", status);
+  }
+  std::vector<unsigned char> y_bytes;
+  if (error.empty()) error = y_dev.CopyOut(&y_bytes);
+  if (!error.empty()) {
+    forward.error = backward.error = error;
+    rows->push_back(forward);
+    rows->push_back(backward);
+    return;
+  }
+  const std::vector<double> y = Decode(y_bytes, dtype);
+  {
+    std::vector<double> expected(static_cast<size_t>(count));
+    ref::ScaledMaskedSoftmaxForward(x.data(), mask.data(), B, N, S1, S2, mask_shape[0], mask_shape[1], scale,
+                                    expected.data());
+    Check(y, expected, &forward);
+    forward.gbps = static_cast<double>(x_dev.bytes() + mask_dev.bytes() + y_dev.bytes()) /
+                   (forward.milliseconds * 1e-3) / 1e9;
+  }
+  rows->push_back(forward);
+
+  // Backward.
+  aclnnStatus status = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(
+      grad_output_dev.tensor(), y_dev.tensor(), mask_dev.tensor(), scale, false, out_dev.tensor(), &workspace_size,
+      &executor);
+  error = status == ACLNN_SUCCESS
+              ? RunTimed(stream, workspace_size, executor, aclnnScaledMaskedSoftmaxBackward, &backward.milliseconds)
+              : Failure("aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", status);
+  std::vector<unsigned char> out_bytes;
+  if (error.empty()) error = out_dev.CopyOut(&out_bytes);
+  if (!error.empty()) {
+    backward.error = error;
+    rows->push_back(backward);
+    return;
+  }
+  std::vector<double> expected(static_cast<size_t>(count));
+  ref::ScaledMaskedSoftmaxBackward(grad_output.data(), y.data(), mask.data(), B, N, S1, S2, mask_shape[0],
+                                   mask_shape[1], scale, expected.data());
+  Check(Decode(out_bytes, dtype), expected, &backward);
+  backward.gbps = static_cast<double>(grad_output_dev.bytes() + y_dev.bytes() + mask_dev.bytes() + out_dev.bytes()) /
+                  (backward.milliseconds * 1e-3) / 1e9;
+  rows->push_back(backward);
+}
+
+bool Ok(aclError status, const char* call) {
+  if (status == ACL_SUCCESS) return true;
+  std::fprintf(stderr, "%s failed with %d: %s\n", call, status, RecentErrorMessage().c_str());
+  return false;
+}
+
+}  // namespace
+
+int main() {
+  const int32_t device = 0;
+  aclrtStream stream = nullptr;
+  if (!Ok(aclInit(nullptr), "aclInit")) return 1;
+  if (!Ok(aclrtSetDevice(device), "aclrtSetDevice") || !Ok(aclrtCreateStream(&stream), "aclrtCreateStream")) {
+    aclFinalize();
+    return 1;
+  }
+
+  const char* threads = std::getenv("ACLNN_NUM_THREADS");
+  std::printf("portable-aclnn demo (ACLNN_NUM_THREADS=%s; time = best of %d runs of phase 2 + synchronize)\n\n",
+              threads != nullptr ? threads : "unset: all CPUs", kTimedRuns);
+  std::vector<Row> rows;
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunScaledMaskedSoftmax(stream, dtype, &rows);
+
+  std::printf("%-28s %-9s %-14s %13s %11s %-6s %9s %8s\n", "operator", "dtype", "shape", "max abs error",
+              "tolerance", "check", "time ms", "GB/s");
+  bool all_pass = true;
+  for (const Row& row : rows) {
+    if (!row.error.empty()) {
+      std::printf("%-28s %-9s %-14s FAILED: %s\n", row.op.c_str(), DTypeName(row.dtype), row.shape.c_str(),
+                  row.error.c_str());
+      all_pass = false;
+      continue;
+    }
+    std::printf("%-28s %-9s %-14s %13.3e %11.3e %-6s %9.3f %8.2f\n", row.op.c_str(), DTypeName(row.dtype),
+                row.shape.c_str(), row.max_abs_error, row.tolerance, row.pass ? "pass" : "FAIL", row.milliseconds,
+                row.gbps);
+    all_pass = all_pass && row.pass;
+  }
+  std::printf("\n%s\n", all_pass ? "all checks passed" : "SOME CHECKS FAILED");
+
+  aclrtDestroyStream(stream);
+  aclrtResetDevice(device);
+  aclFinalize();
+  return all_pass ? 0 : 1;
+}

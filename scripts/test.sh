@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds portable-aclnn (Release, in build/) with warnings as errors and runs the whole test suite. Works on a
+# fresh Debian 12 machine (installs the missing packages with apt-get; needs root or sudo for that).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "${root}/scripts/packages.sh"
+
+pacl_ensure_packages cmake ninja-build g++ pkg-config libhwy-dev libgtest-dev libgmock-dev libbenchmark-dev
+
+build="${root}/build"
+cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_WARNINGS_AS_ERRORS=ON
+cmake --build "${build}"
+ctest --test-dir "${build}" --output-on-failure -j "$(nproc)"
