@@ -6,7 +6,7 @@
 // own view (any strides, any offset).
 //
 // Algorithm, per row (fp32 arithmetic whatever the storage dtype):
-//   forward:  v = mask ? -10000 : x * scale;  m = max(v);  e = exp(v - m);  y = e / sum(e).
+//   forward:  v = mask ? -10000 : x * scale;  m = max(v);  e = exp(v - m);  y = e * (1 / sum(e)).
 //             A fully masked row has v = -10000 everywhere, so e = 1 and y = 1/S2 exactly as the spec asks.
 //   backward: s = sum(dy * y);  out = mask ? 0 : scale * y * (dy - s)
 //             (algebraically scale * (dy*y - s*y); one subtraction before the products loses less to rounding).
@@ -232,11 +232,13 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   }
   const VF total = hn::SumOfLanes(d, hn::Add(sum0, sum1));
 
-  // Pass 3: normalize. The row max contributes exp(0) = 1, so total >= 1.
+  // Pass 3: normalize. The row max contributes exp(0) = 1, so total >= 1. One division per row, then products:
+  // a division per element made the forward compute-bound (it adds at most one fp32 rounding).
+  const VF inverse_total = hn::Div(hn::Set(d, 1.0f), total);
   size_t k = 0;
-  for (; k + lanes <= n; k += lanes) hn::StoreU(hn::Div(hn::Load(d, logits + k), total), d, out + k);
+  for (; k + lanes <= n; k += lanes) hn::StoreU(hn::Mul(hn::Load(d, logits + k), inverse_total), d, out + k);
   if (k < n) {
-    const VF y = hn::Div(hn::Load(d, logits + k), total);
+    const VF y = hn::Mul(hn::Load(d, logits + k), inverse_total);
     if (out == logits) {
       hn::Store(y, d, logits + k);
     } else {
