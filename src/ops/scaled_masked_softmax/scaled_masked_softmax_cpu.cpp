@@ -54,6 +54,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "pacl/float_vectors-inl.h"
 // clang-format on
 
 // Target-independent helpers (this file is compiled once per SIMD target; define these once).
@@ -127,17 +128,50 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 using MF = hn::Mask<DF>;
 
+// How a row's elements are stored: fp32, or the bits of fp16 / bf16 (converted in registers, exactly on load,
+// rounded to nearest even on store).
+struct F32Storage {
+  using Element = float;
+};
+struct F16Storage {
+  using Element = uint16_t;
+};
+struct BF16Storage {
+  using Element = uint16_t;
+};
+
+using DU16 = hn::Rebind<uint16_t, DF>;
+using pacl::HWY_NAMESPACE::BFloat16BitsToFloat;
+using pacl::HWY_NAMESPACE::FloatToBFloat16Bits;
+using pacl::HWY_NAMESPACE::FloatToHalfBits;
+using pacl::HWY_NAMESPACE::HalfBitsToFloat;
+
+HWY_INLINE VF LoadVector(DF d, const float* p, F32Storage) { return hn::LoadU(d, p); }
+HWY_INLINE VF LoadVector(DF d, const uint16_t* p, F16Storage) { return HalfBitsToFloat(d, hn::LoadU(DU16(), p)); }
+HWY_INLINE VF LoadVector(DF d, const uint16_t* p, BF16Storage) {
+  return BFloat16BitsToFloat(d, hn::LoadU(DU16(), p));
+}
+HWY_INLINE void StoreVector(DF d, VF v, float* p, F32Storage) { hn::StoreU(v, d, p); }
+HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, F16Storage) { hn::StoreU(FloatToHalfBits(d, v), DU16(), p); }
+HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, BF16Storage) {
+  hn::StoreU(FloatToBFloat16Bits(d, v), DU16(), p);
+}
+
 // The last, partial vector of a row: lanes [0, count) from p, zeros beyond; never touches p[count] or later.
-HWY_INLINE VF LoadPartial(DF d, const float* p, size_t count) {
-  HWY_ALIGN float lanes[hn::MaxLanes(DF())] = {};
-  std::memcpy(lanes, p, count * sizeof(float));
-  return hn::Load(d, lanes);
+template <class Storage>
+HWY_INLINE VF LoadPartial(DF d, const typename Storage::Element* p, size_t count, Storage storage) {
+  HWY_ALIGN typename Storage::Element lanes[hn::MaxLanes(DF())] = {};
+  std::memcpy(lanes, p, count * sizeof(lanes[0]));
+  return LoadVector(d, lanes, storage);
 }
-HWY_INLINE void StorePartial(DF d, VF v, float* p, size_t count) {
-  HWY_ALIGN float lanes[hn::MaxLanes(DF())];
-  hn::Store(v, d, lanes);
-  std::memcpy(p, lanes, count * sizeof(float));
+template <class Storage>
+HWY_INLINE void StorePartial(DF d, VF v, typename Storage::Element* p, size_t count, Storage storage) {
+  HWY_ALIGN typename Storage::Element lanes[hn::MaxLanes(DF())];
+  StoreVector(d, v, lanes, storage);
+  std::memcpy(p, lanes, count * sizeof(lanes[0]));
 }
+HWY_INLINE VF LoadPartial(DF d, const float* p, size_t count) { return LoadPartial(d, p, count, F32Storage()); }
+HWY_INLINE void StorePartial(DF d, VF v, float* p, size_t count) { StorePartial(d, v, p, count, F32Storage()); }
 
 // Lanes whose mask byte is nonzero.
 HWY_INLINE MF MaskedLanes(DF d, const uint8_t* bytes) {
@@ -151,39 +185,48 @@ HWY_INLINE MF MaskedLanesPartial(DF d, const uint8_t* bytes, size_t count) {
   return MaskedLanes(d, lanes);
 }
 
-// sum(a[i] * b[i]) for i < n in a fixed order (see the NOTE).
-HWY_INLINE float DotRow(DF d, const float* a, const float* b, size_t n) {
+// sum(a[i] * b[i]) for i < n in a fixed order (see the NOTE), whatever the storage.
+template <class Storage>
+HWY_INLINE float DotRow(DF d, const typename Storage::Element* a, const typename Storage::Element* b, size_t n,
+                        Storage storage) {
   const size_t lanes = hn::Lanes(d);
   VF acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
   size_t i = 0;
   for (; i + 4 * lanes <= n; i += 4 * lanes) {
-    acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
-    acc1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes), acc1);
-    acc2 = hn::MulAdd(hn::LoadU(d, a + i + 2 * lanes), hn::LoadU(d, b + i + 2 * lanes), acc2);
-    acc3 = hn::MulAdd(hn::LoadU(d, a + i + 3 * lanes), hn::LoadU(d, b + i + 3 * lanes), acc3);
+    acc0 = hn::MulAdd(LoadVector(d, a + i, storage), LoadVector(d, b + i, storage), acc0);
+    acc1 = hn::MulAdd(LoadVector(d, a + i + lanes, storage), LoadVector(d, b + i + lanes, storage), acc1);
+    acc2 = hn::MulAdd(LoadVector(d, a + i + 2 * lanes, storage), LoadVector(d, b + i + 2 * lanes, storage), acc2);
+    acc3 = hn::MulAdd(LoadVector(d, a + i + 3 * lanes, storage), LoadVector(d, b + i + 3 * lanes, storage), acc3);
   }
-  for (; i + lanes <= n; i += lanes) acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
-  if (i < n) acc1 = hn::MulAdd(LoadPartial(d, a + i, n - i), LoadPartial(d, b + i, n - i), acc1);
+  for (; i + lanes <= n; i += lanes) {
+    acc0 = hn::MulAdd(LoadVector(d, a + i, storage), LoadVector(d, b + i, storage), acc0);
+  }
+  if (i < n) acc1 = hn::MulAdd(LoadPartial(d, a + i, n - i, storage), LoadPartial(d, b + i, n - i, storage), acc1);
   const VF total = hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3));
   return hn::GetLane(hn::SumOfLanes(d, total));
 }
 
-// out = mask ? 0 : scale * y * (dy - s) for one row. out may be dy or y itself (same elements).
-HWY_INLINE void BackwardRow(DF d, const float* dy, const float* y, const uint8_t* mask, float scale, size_t n,
-                            float* out) {
+// out = mask ? 0 : scale * y * (dy - s) for one row of unit-stride elements. out may be dy or y itself (same
+// elements). The arithmetic does not depend on Storage, so a row gives the same bits whether it is converted here
+// in registers or beforehand into an fp32 row.
+template <class Storage>
+HWY_INLINE void BackwardRow(DF d, const typename Storage::Element* dy, const typename Storage::Element* y,
+                            const uint8_t* mask, float scale, size_t n, typename Storage::Element* out,
+                            Storage storage) {
   const size_t lanes = hn::Lanes(d);
-  const float s = DotRow(d, dy, y, n);
+  const float s = DotRow(d, dy, y, n, storage);
   const VF vs = hn::Set(d, s);
   const VF vscale = hn::Set(d, scale);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const VF g = hn::Mul(hn::Mul(vscale, hn::LoadU(d, y + i)), hn::Sub(hn::LoadU(d, dy + i), vs));
-    hn::StoreU(hn::IfThenZeroElse(MaskedLanes(d, mask + i), g), d, out + i);
+    const VF g = hn::Mul(hn::Mul(vscale, LoadVector(d, y + i, storage)), hn::Sub(LoadVector(d, dy + i, storage), vs));
+    StoreVector(d, hn::IfThenZeroElse(MaskedLanes(d, mask + i), g), out + i, storage);
   }
   if (i < n) {
     const size_t rest = n - i;
-    const VF g = hn::Mul(hn::Mul(vscale, LoadPartial(d, y + i, rest)), hn::Sub(LoadPartial(d, dy + i, rest), vs));
-    StorePartial(d, hn::IfThenZeroElse(MaskedLanesPartial(d, mask + i, rest), g), out + i, rest);
+    const VF g = hn::Mul(hn::Mul(vscale, LoadPartial(d, y + i, rest, storage)),
+                         hn::Sub(LoadPartial(d, dy + i, rest, storage), vs));
+    StorePartial(d, hn::IfThenZeroElse(MaskedLanesPartial(d, mask + i, rest), g), out + i, rest, storage);
   }
 }
 
@@ -247,7 +290,34 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   }
 }
 
-void BackwardRows(const BackwardParams& p, int64_t row_begin, int64_t row_end) {
+// Rows whose gradOutput, y and out all have unit element stride: read and written in place, converted in
+// registers.
+template <class Storage>
+void BackwardUnitStrideRows(const BackwardParams& p, int64_t row_begin, int64_t row_end, Storage storage) {
+  using Element = typename Storage::Element;
+  const DF d;
+  const int64_t length = p.shape.key_len;
+  const int64_t value_bytes = static_cast<int64_t>(sizeof(Element));
+  HWY_ALIGN uint8_t mask_buffer[kRowBufferLength];
+  const char* last_mask_start = nullptr;
+  const uint8_t* mask_row = nullptr;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const RowIndex r = RowAt(p.shape, row);
+    const char* mask_start = RowStart(p.mask, 1, r.b, r.n, r.s1);
+    if (mask_row == nullptr || mask_start != last_mask_start) {  // else: the previous row's (S1 == 1, Nm == 1)
+      mask_row = MaskRow(p.mask, mask_start, length, mask_buffer);
+      last_mask_start = mask_start;
+    }
+    const auto* dy = reinterpret_cast<const Element*>(RowStart(p.grad_output, value_bytes, r.b, r.n, r.s1));
+    const auto* y = reinterpret_cast<const Element*>(RowStart(p.y, value_bytes, r.b, r.n, r.s1));
+    auto* out = reinterpret_cast<Element*>(RowStart(p.out, value_bytes, r.b, r.n, r.s1));
+    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out, storage);
+  }
+}
+
+// Any other rows: each operand's row is gathered into an fp32 stack row (pacl::LoadAsFloat) unless it is a
+// unit-stride FLOAT row, and the result is scattered back with one rounding (pacl::StoreFromFloat).
+void BackwardStridedRows(const BackwardParams& p, int64_t row_begin, int64_t row_end) {
   const DF d;
   const int64_t length = p.shape.key_len;
   const int64_t value_bytes = static_cast<int64_t>(DataTypeSize(p.grad_output.desc.dtype));
@@ -271,8 +341,21 @@ void BackwardRows(const BackwardParams& p, int64_t row_begin, int64_t row_end) {
     const float* y = RowAsFloat(p.y, RowStart(p.y, value_bytes, r.b, r.n, r.s1), length, y_buffer);
     char* out_start = RowStart(p.out, value_bytes, r.b, r.n, r.s1);
     float* out = out_direct ? reinterpret_cast<float*>(out_start) : out_buffer;
-    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out);
+    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out, F32Storage());
     if (!out_direct) StoreFromFloat(out_buffer, p.out.desc.dtype, out_start, p.out.strides[3], length);
+  }
+}
+
+void BackwardRows(const BackwardParams& p, int64_t row_begin, int64_t row_end) {
+  const bool unit_stride = p.grad_output.strides[3] == 1 && p.y.strides[3] == 1 && p.out.strides[3] == 1;
+  if (!unit_stride) return BackwardStridedRows(p, row_begin, row_end);
+  switch (p.grad_output.desc.dtype) {
+    case ACL_FLOAT16:
+      return BackwardUnitStrideRows(p, row_begin, row_end, F16Storage());
+    case ACL_BF16:
+      return BackwardUnitStrideRows(p, row_begin, row_end, BF16Storage());
+    default:
+      return BackwardUnitStrideRows(p, row_begin, row_end, F32Storage());
   }
 }
 
