@@ -13,9 +13,11 @@
 //             Masked elements are written as exactly 0 even when the inputs hold NaN or Inf.
 //
 // Memory layout and data movement. A row is S2 elements at an element stride (1 for the usual layouts, S1 for a
-// transposed view). A row of FLOAT with stride 1 is used straight from (and written straight to) the tensor;
-// any other row (FLOAT16, BFLOAT16, or a strided row) is converted into an fp32 stack buffer with
-// pacl::LoadAsFloat and written back with pacl::StoreFromFloat (one round-to-nearest-even per element).
+// transposed view). Backward: when gradOutput, y and out all have unit stride, rows are read and written in
+// place, fp16/bf16 converted in registers (pacl/float_vectors-inl.h); otherwise each row that is not a
+// unit-stride FLOAT row is gathered into an fp32 stack buffer with pacl::LoadAsFloat and written back with
+// pacl::StoreFromFloat. Forward: a unit-stride FLOAT row is used in place, any other goes through the stack
+// buffers. Either way the arithmetic is the same and the output is rounded once, to nearest even.
 // The row fits in L1 (16 KiB of fp32 at S2 = 4096), so the second pass of each algorithm re-reads it from cache:
 // the main memory traffic is each input once and the output once. A contiguous mask row is read as bytes and
 // widened to 32-bit lanes (nonzero = masked); a strided one is first gathered into a stack byte row.
