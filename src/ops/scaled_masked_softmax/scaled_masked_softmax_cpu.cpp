@@ -118,6 +118,28 @@ inline const uint8_t* MaskRow(const SoftmaxOperand& mask, const char* start, int
   return buffer;
 }
 
+// The mask row of each visited row, gathered (when strided) only when it differs from the previous row's: rows
+// share one when S1 == 1 and the mask broadcasts over heads.
+class MaskRowReader {
+ public:
+  MaskRowReader(const SoftmaxOperand& mask, int64_t length) : mask_(mask), length_(length) {}
+  const uint8_t* Row(const RowIndex& r) {
+    const char* start = RowStart(mask_, 1, r.b, r.n, r.s1);
+    if (row_ == nullptr || start != last_start_) {
+      row_ = MaskRow(mask_, start, length_, buffer_);
+      last_start_ = start;
+    }
+    return row_;
+  }
+
+ private:
+  const SoftmaxOperand& mask_;
+  const int64_t length_;
+  const char* last_start_ = nullptr;
+  const uint8_t* row_ = nullptr;
+  alignas(64) uint8_t buffer_[kRowBufferLength];
+};
+
 }  // namespace pacl::scaled_masked_softmax
 #endif  // PACL_OPS_SCALED_MASKED_SOFTMAX_CPU_SHARED_
 
@@ -300,16 +322,10 @@ void BackwardUnitStrideRows(const BackwardParams& p, int64_t row_begin, int64_t 
   const DF d;
   const int64_t length = p.shape.key_len;
   const int64_t value_bytes = static_cast<int64_t>(sizeof(Element));
-  HWY_ALIGN uint8_t mask_buffer[kRowBufferLength];
-  const char* last_mask_start = nullptr;
-  const uint8_t* mask_row = nullptr;
+  MaskRowReader masks(p.mask, length);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowIndex r = RowAt(p.shape, row);
-    const char* mask_start = RowStart(p.mask, 1, r.b, r.n, r.s1);
-    if (mask_row == nullptr || mask_start != last_mask_start) {  // else: the previous row's (S1 == 1, Nm == 1)
-      mask_row = MaskRow(p.mask, mask_start, length, mask_buffer);
-      last_mask_start = mask_start;
-    }
+    const uint8_t* mask_row = masks.Row(r);
     const auto* dy = reinterpret_cast<const Element*>(RowStart(p.grad_output, value_bytes, r.b, r.n, r.s1));
     const auto* y = reinterpret_cast<const Element*>(RowStart(p.y, value_bytes, r.b, r.n, r.s1));
     auto* out = reinterpret_cast<Element*>(RowStart(p.out, value_bytes, r.b, r.n, r.s1));
@@ -326,18 +342,12 @@ void BackwardStridedRows(const BackwardParams& p, int64_t row_begin, int64_t row
   HWY_ALIGN float dy_buffer[kRowBufferLength];
   HWY_ALIGN float y_buffer[kRowBufferLength];
   HWY_ALIGN float out_buffer[kRowBufferLength];
-  HWY_ALIGN uint8_t mask_buffer[kRowBufferLength];
-  const char* last_mask_start = nullptr;
-  const uint8_t* mask_row = nullptr;
+  MaskRowReader masks(p.mask, length);
   const bool out_direct = WritesDirectly(p.out);
 
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowIndex r = RowAt(p.shape, row);
-    const char* mask_start = RowStart(p.mask, 1, r.b, r.n, r.s1);
-    if (mask_row == nullptr || mask_start != last_mask_start) {  // else: the previous row's (S1 == 1, Nm == 1)
-      mask_row = MaskRow(p.mask, mask_start, length, mask_buffer);
-      last_mask_start = mask_start;
-    }
+    const uint8_t* mask_row = masks.Row(r);
     const float* dy =
         RowAsFloat(p.grad_output, RowStart(p.grad_output, value_bytes, r.b, r.n, r.s1), length, dy_buffer);
     const float* y = RowAsFloat(p.y, RowStart(p.y, value_bytes, r.b, r.n, r.s1), length, y_buffer);
@@ -367,18 +377,12 @@ void ForwardRows(const ForwardParams& p, int64_t row_begin, int64_t row_end) {
   const int64_t value_bytes = static_cast<int64_t>(DataTypeSize(p.x.desc.dtype));
   HWY_ALIGN float x_buffer[kRowBufferLength];
   HWY_ALIGN float logits[kRowBufferLength];
-  HWY_ALIGN uint8_t mask_buffer[kRowBufferLength];
-  const char* last_mask_start = nullptr;
-  const uint8_t* mask_row = nullptr;
+  MaskRowReader masks(p.mask, length);
   const bool y_direct = WritesDirectly(p.y);
 
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowIndex r = RowAt(p.shape, row);
-    const char* mask_start = RowStart(p.mask, 1, r.b, r.n, r.s1);
-    if (mask_row == nullptr || mask_start != last_mask_start) {  // else: the previous row's (S1 == 1, Nm == 1)
-      mask_row = MaskRow(p.mask, mask_start, length, mask_buffer);
-      last_mask_start = mask_start;
-    }
+    const uint8_t* mask_row = masks.Row(r);
     const float* x = RowAsFloat(p.x, RowStart(p.x, value_bytes, r.b, r.n, r.s1), length, x_buffer);
     char* y_start = RowStart(p.y, value_bytes, r.b, r.n, r.s1);
     float* y = y_direct ? reinterpret_cast<float*>(y_start) : logits;
