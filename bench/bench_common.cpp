@@ -67,6 +67,16 @@ uint16_t FloatToBFloat16Bits(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+// Stores value as one element of dtype (ACL_FLOAT, ACL_FLOAT16 or ACL_BF16) at destination.
+void EncodeElement(float value, aclDataType dtype, unsigned char* destination) {
+  if (dtype == ACL_FLOAT) {
+    std::memcpy(destination, &value, 4);
+  } else {
+    const uint16_t bits = dtype == ACL_FLOAT16 ? aclFloatToFloat16(value) : FloatToBFloat16Bits(value);
+    std::memcpy(destination, &bits, 2);
+  }
+}
+
 std::string CreateTensorStorage(const std::vector<int64_t>& shape, aclDataType dtype, DeviceTensor* result) {
   result->bytes = static_cast<size_t>(ElementCount(shape)) * aclDataTypeSize(dtype);
   aclError status = aclrtMalloc(&result->data, std::max<size_t>(result->bytes, 1), ACL_MEM_MALLOC_HUGE_FIRST);
@@ -93,6 +103,7 @@ void ReleaseCached() {
   if (g_cached.call.executor != nullptr) aclDestroyAclOpExecutor(g_cached.call.executor);
   if (g_cached.workspace != nullptr) aclrtFree(g_cached.workspace);
   for (DeviceTensor& t : g_cached.call.tensors) ReleaseDeviceTensor(&t);
+  for (aclBoolArray* array : g_cached.call.bool_arrays) aclDestroyBoolArray(array);
   g_cached = CachedCall();
 }
 
@@ -223,12 +234,7 @@ std::string CreateRandomTensor(const std::vector<int64_t>& shape, aclDataType dt
     const size_t count = std::min(chunk, total - begin);
     for (size_t i = 0; i < count; ++i) {
       const float value = static_cast<float>(low + (high - low) * random.Uniform01());
-      if (dtype == ACL_FLOAT) {
-        std::memcpy(&host[i * 4], &value, 4);
-      } else {
-        const uint16_t bits = dtype == ACL_FLOAT16 ? aclFloatToFloat16(value) : FloatToBFloat16Bits(value);
-        std::memcpy(&host[i * 2], &bits, 2);
-      }
+      EncodeElement(value, dtype, &host[i * element_size]);
     }
     char* destination = static_cast<char*>(result->data) + begin * element_size;
     const size_t bytes = count * element_size;
@@ -237,6 +243,24 @@ std::string CreateRandomTensor(const std::vector<int64_t>& shape, aclDataType dt
     if (status != ACL_SUCCESS) return Failure("aclrtMemcpy", status);
   }
   return "";
+}
+
+std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataType dtype,
+                                   const std::vector<float>& values, DeviceTensor* result) {
+  if (dtype != ACL_FLOAT && dtype != ACL_FLOAT16 && dtype != ACL_BF16) {
+    return "CreateTensorFromValues: unsupported dtype";
+  }
+  if (values.size() != static_cast<size_t>(ElementCount(shape))) {
+    return "CreateTensorFromValues: " + std::to_string(values.size()) + " values for shape " + ShapeLabel(shape);
+  }
+  std::string error = CreateTensorStorage(shape, dtype, result);
+  if (!error.empty()) return error;
+  const size_t element_size = aclDataTypeSize(dtype);
+  std::vector<unsigned char> host(values.size() * element_size);
+  for (size_t i = 0; i < values.size(); ++i) EncodeElement(values[i], dtype, &host[i * element_size]);
+  if (host.empty()) return "";
+  aclError status = aclrtMemcpy(result->data, result->bytes, host.data(), host.size(), ACL_MEMCPY_HOST_TO_DEVICE);
+  return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
 }
 
 std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result) {

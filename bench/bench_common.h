@@ -36,6 +36,10 @@ struct DeviceTensor {
 // to dtype (ACL_FLOAT, ACL_FLOAT16 or ACL_BF16); seed makes them reproducible.
 std::string CreateRandomTensor(const std::vector<int64_t>& shape, aclDataType dtype, double low, double high,
                                uint32_t seed, DeviceTensor* result);
+// A tensor holding `values` (row-major, ElementCount(shape) entries) rounded to dtype (ACL_FLOAT, ACL_FLOAT16 or
+// ACL_BF16); for inputs whose values must follow a pattern (e.g. a sampling grid).
+std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataType dtype,
+                                   const std::vector<float>& values, DeviceTensor* result);
 // A BOOL tensor (..., S1, S2) holding a causal mask: true (masked) where the key index exceeds the query index.
 std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result);
 void ReleaseDeviceTensor(DeviceTensor* t);
@@ -46,6 +50,7 @@ using Phase2 = aclnnStatus (*)(void* workspace, uint64_t workspaceSize, aclOpExe
 // One operator call after phase 1: what the timed loop runs again and again.
 struct PreparedCall {
   std::vector<DeviceTensor> tensors;  // inputs and outputs, released with the call
+  std::vector<aclBoolArray*> bool_arrays;  // attribute arrays phase 1 was given, released with the call
   aclOpExecutor* executor = nullptr;
   uint64_t workspace_size = 0;
   Phase2 phase2 = nullptr;
@@ -77,6 +82,7 @@ std::string RecentErrorMessage();
 
 // Operator case tables, one function per operator file; main calls each.
 void RegisterScaledMaskedSoftmaxBenchmarks();
+void RegisterGridSampler2DBenchmarks();
 
 }  // namespace bench
 

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   bench::SetStream(stream);
 
   bench::RegisterScaledMaskedSoftmaxBenchmarks();
+  bench::RegisterGridSampler2DBenchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 
