@@ -3,7 +3,7 @@
 // times and bandwidths. Exits non-zero if any check fails.
 //
 // Check: max |result - reference| <= tolerance, where tolerance = k(dtype) * max |reference| with k = 1e-5 for
-// FLOAT (fp32 arithmetic), 2^-10 for FLOAT16 and 2^-7 for BFLOAT16 (twice the rounding step of one correctly
+// FLOAT (fp32 arithmetic), 1e-12 for DOUBLE, 2^-10 for FLOAT16 and 2^-7 for BFLOAT16 (twice the rounding step of one correctly
 // rounded result near the largest value). The unit tests check much more tightly, element by element.
 #include <algorithm>
 #include <chrono>
@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_grid_sampler2d.h"
+#include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "reference/float_formats.h"
+#include "reference/grid_sampler2d_reference.h"
 #include "reference/scaled_masked_softmax_reference.h"
 
 namespace {
@@ -45,6 +48,8 @@ const char* DTypeName(aclDataType dtype) {
       return "FLOAT16";
     case ACL_BF16:
       return "BFLOAT16";
+    case ACL_DOUBLE:
+      return "DOUBLE";
     default:
       return "?";
   }
@@ -56,6 +61,8 @@ double RelativeTolerance(aclDataType dtype) {
       return std::ldexp(1.0, -10);
     case ACL_BF16:
       return std::ldexp(1.0, -7);
+    case ACL_DOUBLE:
+      return 1e-12;
     default:
       return 1e-5;
   }
@@ -91,6 +98,8 @@ std::vector<unsigned char> Encode(const std::vector<double>& values, aclDataType
     if (dtype == ACL_FLOAT) {
       const float f = static_cast<float>(values[i]);
       std::memcpy(&bytes[i * size], &f, size);
+    } else if (dtype == ACL_DOUBLE) {
+      std::memcpy(&bytes[i * size], &values[i], size);
     } else {
       const uint16_t bits =
           dtype == ACL_FLOAT16 ? ref::DoubleToHalfBits(values[i]) : ref::DoubleToBFloat16Bits(values[i]);
@@ -108,6 +117,8 @@ std::vector<double> Decode(const std::vector<unsigned char>& bytes, aclDataType 
       float f;
       std::memcpy(&f, &bytes[i * size], size);
       values[i] = f;
+    } else if (dtype == ACL_DOUBLE) {
+      std::memcpy(&values[i], &bytes[i * size], size);
     } else {
       uint16_t bits;
       std::memcpy(&bits, &bytes[i * size], size);
@@ -197,10 +208,12 @@ std::string RunTimed(aclrtStream stream, uint64_t workspace_size, aclOpExecutor*
   return error;
 }
 
-void Check(const std::vector<double>& got, const std::vector<double>& expected, Row* row) {
+// relative_tolerance: k(dtype) above unless a caller knows better.
+void Check(const std::vector<double>& got, const std::vector<double>& expected, Row* row,
+           double relative_tolerance = 0) {
   double largest = 0;
   for (double v : expected) largest = std::max(largest, std::fabs(v));
-  row->tolerance = RelativeTolerance(row->dtype) * largest;
+  row->tolerance = (relative_tolerance > 0 ? relative_tolerance : RelativeTolerance(row->dtype)) * largest;
   row->max_abs_error = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double error = std::fabs(got[i] - expected[i]);
@@ -308,6 +321,118 @@ void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<R
   rows->push_back(backward);
 }
 
+// The grid sampler computes pixel coordinates in the working precision: an fp32 coordinate is off by up to about
+// eps32 * size pixels, and the result moves by that times the image's slope (at most 2 per pixel for values in
+// [-1, 1]). So FLOAT gets max(k, 8 * eps32 * size); the other dtypes' k already exceed that.
+double GridSamplerTolerance(aclDataType dtype, const ref::GridSamplerShape& s) {
+  const double coordinate_bound = 8.0 * std::ldexp(1.0, -24) * static_cast<double>(std::max(s.Hin, s.Win));
+  return dtype == ACL_FLOAT ? std::max(RelativeTolerance(dtype), coordinate_bound) : RelativeTolerance(dtype);
+}
+
+// GridSampler2D forward and backward (bilinear, zeros padding, alignCorners false: a spatial-transformer warp),
+// one dtype: a batch of 2 feature maps of 32 channels, 128x128, sampled through a rotated, scaled grid.
+void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* rows) {
+  const ref::GridSamplerShape s{2, 32, 128, 128, 128, 128};
+  const std::vector<int64_t> input_shape = {s.N, s.C, s.Hin, s.Win};
+  const std::vector<int64_t> grid_shape = {s.N, s.Hout, s.Wout, 2};
+  const std::vector<int64_t> out_shape = {s.N, s.C, s.Hout, s.Wout};
+  const int interpolation = 0, padding = 0;
+  const bool align_corners = false;
+
+  Row forward;
+  forward.op = "GridSampler2D";
+  forward.dtype = dtype;
+  forward.shape = ShapeString(input_shape);
+  Row backward = forward;
+  backward.op = "GridSampler2DBackward";
+
+  std::vector<double> input = RandomValues(ElementCount(input_shape), -1.0, 1.0, 3);
+  std::vector<double> grad_output = RandomValues(ElementCount(out_shape), -1.0, 1.0, 4);
+  std::vector<double> jitter = RandomValues(ElementCount(grid_shape), -0.01, 0.01, 5);
+  std::vector<double> grid(jitter.size());
+  const double angle = 0.3, zoom = 1.1;
+  for (int64_t n = 0; n < s.N; ++n) {
+    for (int64_t h = 0; h < s.Hout; ++h) {
+      for (int64_t w = 0; w < s.Wout; ++w) {
+        const double u = (2.0 * w + 1.0) / s.Wout - 1.0, v = (2.0 * h + 1.0) / s.Hout - 1.0;
+        const size_t i = static_cast<size_t>(((n * s.Hout + h) * s.Wout + w) * 2);
+        grid[i] = zoom * (std::cos(angle) * u - std::sin(angle) * v) + jitter[i];
+        grid[i + 1] = zoom * (std::sin(angle) * u + std::cos(angle) * v) + jitter[i + 1];
+      }
+    }
+  }
+  RoundTo(dtype, &input);
+  RoundTo(dtype, &grad_output);
+  RoundTo(dtype, &grid);
+
+  DeviceTensor input_dev, grid_dev, out_dev, grad_output_dev, input_grad_dev, grid_grad_dev;
+  std::string error = input_dev.Create(input_shape, dtype, Encode(input, dtype));
+  if (error.empty()) error = grid_dev.Create(grid_shape, dtype, Encode(grid, dtype));
+  if (error.empty()) error = out_dev.Create(out_shape, dtype, {});
+  if (error.empty()) error = grad_output_dev.Create(out_shape, dtype, Encode(grad_output, dtype));
+  if (error.empty()) error = input_grad_dev.Create(input_shape, dtype, {});
+  if (error.empty()) error = grid_grad_dev.Create(grid_shape, dtype, {});
+
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  if (error.empty()) {
+    aclnnStatus status = aclnnGridSampler2DGetWorkspaceSize(input_dev.tensor(), grid_dev.tensor(), interpolation,
+                                                            padding, align_corners, out_dev.tensor(),
+                                                            &workspace_size, &executor);
+    error = status == ACLNN_SUCCESS
+                ? RunTimed(stream, workspace_size, executor, aclnnGridSampler2D, &forward.milliseconds)
+                : Failure("aclnnGridSampler2DGetWorkspaceSize", status);
+  }
+  std::vector<unsigned char> out_bytes;
+  if (error.empty()) error = out_dev.CopyOut(&out_bytes);
+  if (error.empty()) {
+    std::vector<double> expected(static_cast<size_t>(ElementCount(out_shape)));
+    ref::GridSampler2DForward(input.data(), grid.data(), s, interpolation, padding, align_corners, expected.data());
+    Check(Decode(out_bytes, dtype), expected, &forward, GridSamplerTolerance(dtype, s));
+    forward.gbps = static_cast<double>(input_dev.bytes() + grid_dev.bytes() + out_dev.bytes()) /
+                   (forward.milliseconds * 1e-3) / 1e9;
+  } else {
+    forward.error = error;
+  }
+  rows->push_back(forward);
+
+  const bool mask_values[2] = {true, true};
+  aclBoolArray* output_mask = aclCreateBoolArray(mask_values, 2);
+  error = output_mask != nullptr ? "" : std::string("aclCreateBoolArray: ") + RecentErrorMessage();
+  if (error.empty()) error = input_grad_dev.tensor() != nullptr ? "" : "inputGrad was not created";
+  if (error.empty()) {
+    aclnnStatus status = aclnnGridSampler2DBackwardGetWorkspaceSize(
+        grad_output_dev.tensor(), input_dev.tensor(), grid_dev.tensor(), interpolation, padding, align_corners,
+        output_mask, input_grad_dev.tensor(), grid_grad_dev.tensor(), &workspace_size, &executor);
+    error = status == ACLNN_SUCCESS
+                ? RunTimed(stream, workspace_size, executor, aclnnGridSampler2DBackward, &backward.milliseconds)
+                : Failure("aclnnGridSampler2DBackwardGetWorkspaceSize", status);
+  }
+  if (output_mask != nullptr) aclDestroyBoolArray(output_mask);
+  std::vector<unsigned char> input_grad_bytes, grid_grad_bytes;
+  if (error.empty()) error = input_grad_dev.CopyOut(&input_grad_bytes);
+  if (error.empty()) error = grid_grad_dev.CopyOut(&grid_grad_bytes);
+  if (!error.empty()) {
+    backward.error = error;
+    rows->push_back(backward);
+    return;
+  }
+  // Both gradients in one check: inputGrad's elements, then gridGrad's.
+  std::vector<double> expected_input_grad(static_cast<size_t>(ElementCount(input_shape)));
+  std::vector<double> expected_grid_grad(static_cast<size_t>(ElementCount(grid_shape)));
+  ref::GridSampler2DBackward(grad_output.data(), input.data(), grid.data(), s, interpolation, padding, align_corners,
+                             expected_input_grad.data(), expected_grid_grad.data());
+  std::vector<double> got = Decode(input_grad_bytes, dtype);
+  const std::vector<double> got_grid_grad = Decode(grid_grad_bytes, dtype);
+  got.insert(got.end(), got_grid_grad.begin(), got_grid_grad.end());
+  expected_input_grad.insert(expected_input_grad.end(), expected_grid_grad.begin(), expected_grid_grad.end());
+  Check(got, expected_input_grad, &backward, GridSamplerTolerance(dtype, s));
+  backward.gbps = static_cast<double>(grad_output_dev.bytes() + input_dev.bytes() + grid_dev.bytes() +
+                                      input_grad_dev.bytes() + grid_grad_dev.bytes()) /
+                  (backward.milliseconds * 1e-3) / 1e9;
+  rows->push_back(backward);
+}
+
 bool Ok(aclError status, const char* call) {
   if (status == ACL_SUCCESS) return true;
   std::fprintf(stderr, "%s failed with %d: %s\n", call, status, RecentErrorMessage().c_str());
@@ -330,6 +455,7 @@ int main() {
               threads != nullptr ? threads : "unset: all CPUs", kTimedRuns);
   std::vector<Row> rows;
   for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunScaledMaskedSoftmax(stream, dtype, &rows);
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE}) RunGridSampler2D(stream, dtype, &rows);
 
   std::printf("%-28s %-9s %-14s %13s %11s %-6s %9s %8s\n", "operator", "dtype", "shape", "max abs error",
               "tolerance", "check", "time ms", "GB/s");
