@@ -384,6 +384,8 @@ struct DeviceProblem {
 const ref::GridSamplerShape kSweepShapes[] = {
     {1, 1, 1, 1, 2, 3}, {2, 5, 4, 7, 3, 5}, {1, 3, 6, 3, 4, 6},
     {2, 1, 1, 5, 3, 2}, {1, 2, 5, 1, 2, 4}, {1, 4, 9, 11, 7, 8},
+    // More channels than one 16-channel block, the last block partial (the fp32 kernels work in such blocks).
+    {1, 20, 7, 40, 5, 33},
 };
 
 struct SweepCase {
@@ -512,7 +514,7 @@ Layout LayoutOf(const LayoutCase& c, int operand) {
   return c.operand == operand || c.operand == kAllOperands ? c.layout : Layout::kContiguous;
 }
 
-const ref::GridSamplerShape kLayoutShape = {2, 3, 5, 6, 4, 7};
+const ref::GridSamplerShape kLayoutShape = {2, 19, 5, 6, 4, 7};  // C spans two 16-channel blocks
 
 void CheckForwardLayout(const LayoutCase& c) {
   const Problem p = MakeProblem(kLayoutShape, c.dtype, c.modes.align_corners, 3000 + c.operand);

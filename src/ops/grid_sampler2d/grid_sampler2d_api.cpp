@@ -71,20 +71,38 @@ SamplerModes Modes(int64_t interpolation_mode, int64_t padding_mode, bool align_
   return modes;
 }
 
+// Workspace sizes saturate at UINT64_MAX instead of wrapping (such a size then fails to allocate).
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  uint64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+}
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 // Byte offset of the next 64-byte aligned array of `bytes` bytes; advances *used.
 int64_t Reserve(uint64_t* used, uint64_t bytes) {
-  const uint64_t start = (*used + 63) / 64 * 64;
-  *used = start + bytes;
+  const uint64_t start = SaturatingAdd(*used, 63) / 64 * 64;
+  *used = SaturatingAdd(start, bytes);
   return static_cast<int64_t>(start);
 }
 
-uint64_t WithAlignmentSlack(uint64_t used) { return used == 0 ? 0 : used + 64; }
+uint64_t WithAlignmentSlack(uint64_t used) { return used == 0 ? 0 : SaturatingAdd(used, 64); }
+
+// Elements of the blocked fp32 layout [N][ceil(C / 16)][Hin][Win][16] of the fp32 path.
+uint64_t BlockedElements(const SamplerShape& s) {
+  const uint64_t blocks = static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
+  uint64_t elements = SaturatingMul(static_cast<uint64_t>(s.batch), blocks);
+  elements = SaturatingMul(elements, static_cast<uint64_t>(s.in_height));
+  elements = SaturatingMul(elements, static_cast<uint64_t>(s.in_width));
+  return SaturatingMul(elements, static_cast<uint64_t>(kFloatChannelsPerBlock));
+}
 
 bool IsHalfType(aclDataType dtype) { return dtype == ACL_FLOAT16 || dtype == ACL_BF16; }
 
 }  // namespace
 
-int64_t BackwardChannelsPerBlock(const SamplerShape& shape) {
+int64_t BackwardChannelsPerBlock(const SamplerShape& shape, aclDataType dtype) {
+  // The fp32 path works on blocks of 16 channels (one cache line of fp32, see the NOTE in grid_sampler2d_cpu.cpp).
+  if (dtype != ACL_DOUBLE) return kFloatChannelsPerBlock;
   // Fixed by the shape alone (never by the thread count), so the gridGrad reduction order is fixed. Every task
   // recomputes the taps of all pixels of its image, so blocks are as large as possible (up to 32 channels) while
   // the problem still splits into at least 8 tasks (N * blocks) to share among the threads; never below 2.
@@ -97,9 +115,10 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   const SamplerShape& s = params.shape;
   WorkspacePlan plan;
   uint64_t used = 0;
-  if (IsHalfType(params.input.desc.dtype)) {
-    const uint64_t elements = static_cast<uint64_t>(s.batch * s.channels * s.in_height * s.in_width);
-    if (elements > 0 && s.out_height * s.out_width > 0) plan.input_copy = Reserve(&used, elements * sizeof(float));
+  const bool writes_output = s.batch * s.channels * s.out_height * s.out_width > 0;
+  if (params.input.desc.dtype != ACL_DOUBLE && writes_output) {
+    // The fp32 path samples a blocked fp32 copy of the input.
+    plan.input_copy = Reserve(&used, SaturatingMul(BlockedElements(s), sizeof(float)));
   }
   plan.bytes = WithAlignmentSlack(used);
   return plan;
@@ -115,6 +134,20 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   const bool nearest = params.modes.interpolation == Interpolation::kNearest;
   // The input's values are only needed for gridGrad, which nearest does not use.
   const bool reads_input = params.want_grid_grad && !nearest && pixels > 0;
+  if (params.input.desc.dtype != ACL_DOUBLE) {
+    // The fp32 path: a blocked fp32 copy of the input (gridGrad), blocked fp32 inputGrad sums, and per-block
+    // gridGrad partial sums.
+    const uint64_t blocked_bytes = SaturatingMul(BlockedElements(s), sizeof(float));
+    if (reads_input && s.channels > 0) {
+      plan.input_copy = Reserve(&used, blocked_bytes);
+      const uint64_t blocks =
+          static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
+      plan.grid_partials = Reserve(&used, SaturatingMul(SaturatingMul(blocks, pixels), 2 * sizeof(float)));
+    }
+    if (params.want_input_grad && s.channels > 0) plan.input_grad_acc = Reserve(&used, blocked_bytes);
+    plan.bytes = WithAlignmentSlack(used);
+    return plan;
+  }
   if (half && reads_input && input_elements > 0) plan.input_copy = Reserve(&used, input_elements * sizeof(float));
   if (half && params.want_input_grad && input_elements > 0) {
     plan.input_grad_acc = Reserve(&used, input_elements * sizeof(float));
@@ -254,7 +287,7 @@ extern "C" aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
   params.modes = gs::Modes(interpolationMode, paddingMode, alignCorners);
   params.want_input_grad = want_input_grad;
   params.want_grid_grad = want_grid_grad;
-  params.channels_per_block = gs::BackwardChannelsPerBlock(params.shape);
+  params.channels_per_block = gs::BackwardChannelsPerBlock(params.shape, input_desc.dtype);
   params.grad_output = gs::Operand(dy_desc);
   params.input = gs::Operand(input_desc);
   params.grid = gs::Operand(grid_desc);

@@ -21,35 +21,51 @@
 // +-Inf under zeros or reflection, make the sample contribute nothing (out 0, no gradient); +-Inf under border
 // clips to the edge like any far-away coordinate. Index arithmetic is int64.
 //
-// Memory layout and loops. Work goes in tiles of kTilePixels (2048; bicubic 512) consecutive output pixels of one
-// image. A tile's taps go into fixed-size arrays (struct of arrays, [tap][pixel], one per thread on the heap, padded
-// to whole vectors); then the channel loop runs outside and the pixel loop inside, so each channel plane of input /
-// inputGrad is touched by the whole tile while it is hot in cache, and gradOutput / out rows are read and written
-// as contiguous segments (converted with pacl::LoadAsFloat / StoreFromFloat for fp16/bf16 and any stride). The tile
-// size is a measured compromise: 256 pixels made a random grid re-fetch every 256 KiB plane from L3 once per tile
-// (about 2x slower); 8192 made the tap arrays spill L2; sorting a tile's pixels by input row did not help.
-// Vector code (Highway, dynamic dispatch): the FLOAT gathers (forward output, backward gridGrad) run GatherIndex
-// over 32-bit tap offsets when a plane's offsets fit in int32 (always, short of 8 GiB planes); the inputGrad scatter
-// stays scalar. DOUBLE and huge planes use the scalar loops (int64 offsets).
-// Compute type: fp32 for FLOAT/FLOAT16/BFLOAT16, double for DOUBLE.
-// An fp16/bf16 input is first converted into an fp32 (N, C, Hin, Win) copy in the workspace (the taps then gather
-// fp32); an fp16/bf16 inputGrad is accumulated in fp32 workspace planes and rounded once at the end. A FLOAT or
-// DOUBLE inputGrad is accumulated in place, through its own strides (phase 1 checked its elements are distinct).
+// Two paths share the taps. FLOAT, FLOAT16 and BFLOAT16 compute in fp32 on the channel-blocked path; DOUBLE keeps
+// the plane path (scalar, below), which nobody needs fast.
 //
-// Forward: pacl::ParallelFor over (n, tile) - disjoint outputs, each sum over the taps in a fixed order.
-// Backward: inputGrad is a scatter. Each task owns (n, block of channels_per_block channels), a block size fixed
-// by the shape alone (phase 1), so no two tasks write the same inputGrad element and each element receives its
-// contributions in a fixed order (pixels ascending, taps in order). The task zeros its inputGrad planes, walks all
-// tiles of image n, scatters weight * gradOutput and gathers the input values for gridGrad; gridGrad sums over all
-// channels, so the task writes its block's per-pixel sums (channels ascending) into the workspace
-// ([block][n][pixel][x, y]) and a second ParallelFor over (n, tile) adds the blocks in ascending order and writes
-// gridGrad (a single block writes gridGrad directly). Nothing depends on the thread count or the schedule, so the
-// results are bit-identical run to run and for any number of threads.
+// Channel-blocked fp32 path. In NCHW the C values a tap needs lie in C different cache lines, and a tile of output
+// pixels re-reads scattered input lines once per channel. So the input is first copied into the workspace in the
+// blocked layout [N][ceil(C/16)][Hin][Win][16] fp32 (16 channels of one pixel = one aligned 64-byte line; the
+// channels past C are 0): one tap of one block is one vector load (1 AVX-512 vector, 2 AVX2, 4 SSE4). The copy
+// reads each channel row once into a small stack buffer (pacl::LoadAsFloat: any dtype, any strides) and turns 16
+// such rows into lines (RowsToLines, a plain transpose). (Gathering straight from the 16 rows of the tensor was
+// slower: rows one plane apart alias in L1 when the plane size is a multiple of 4 KiB, and vector gathers cost
+// more than the plain transpose on the CPUs measured.)
+// Work goes in tiles of kBlockTilePixels (256) consecutive output pixels of one image. A tile's taps are listed
+// once, pixel-major, only the valid ones, in tap order (element offset into a blocked plane, weight, and for
+// gridGrad the weight's x/y derivatives); an invalid tap is never read or written, so NaN/Inf elsewhere cannot leak.
+// Forward: pacl::ParallelFor over (n, tile). Per channel block: out line of pixel q = sum over its taps of weight *
+// input line (SampleBlock, taps in order, starting from 0), into a [pixel][16] buffer that LinesToRow turns back
+// into channel rows of out (written straight into a unit-stride FLOAT out, else via pacl::StoreFromFloat).
+// Backward: inputGrad is a scatter. Tasks are (n, channel block), a split fixed by the shape alone. A task owns the
+// blocked fp32 inputGrad plane of its block in the workspace: it zeros it, copies its block of the input (gridGrad
+// only), then walks all tiles of image n in order: lists the tile's taps, turns the block's 16 gradOutput rows
+// into lines, and per pixel (BackwardBlock) adds weight * gradOutput line to each tap's line (a vector
+// read-modify-write of one line per tap: lanes are channels, so no conflicts and no races), and for gridGrad
+// accumulates gradOutput * (sum over taps of dweight * input line) across the lanes, reduced to one x and one y
+// sum per pixel: the block's partial, stored in the workspace ([block][n][pixel][x, y]). At the end the task
+// converts its plane to inputGrad's dtype and strides (LinesToRow, then StoreFromFloat unless unit-stride FLOAT):
+// fp16/bf16 are rounded once. A last ParallelFor over (n, tile) adds the blocks' partials in ascending block order
+// and writes gridGrad (0 for nearest or C == 0). Every sum runs in an order fixed by the shape (taps in order,
+// pixels ascending, lanes reduced by one fixed SumOfLanes, blocks ascending), never by the thread count or the
+// schedule: results are bit-identical run to run and for any number of threads (they may differ in the last bits
+// between SIMD targets).
+// Workspace (fp32 path, sized in phase 1, overflow-safe): blocked input (forward; backward with gridGrad), blocked
+// inputGrad (backward with inputGrad), partials (backward with gridGrad): 2 * N * ceil(C/16) * 16 * Hin * Win * 4
+// bytes at most, plus ceil(C/16) * N * Hout * Wout * 8.
+//
+// Plane path (DOUBLE). Tiles of kTilePixels (2048; bicubic 512) consecutive output pixels of one image; a tile's
+// taps go into [tap][pixel] arrays (one per thread on the heap); the channel loop runs outside, the pixel loop
+// inside, so each channel plane is touched by the whole tile while it is hot. Forward: ParallelFor over (n, tile).
+// Backward: tasks (n, block of channels_per_block channels, a block size fixed by the shape alone in phase 1)
+// accumulate straight into inputGrad through its own strides (phase 1 checked its elements are distinct), pixels
+// ascending, taps in order, and write per-block gridGrad sums ([block][n][pixel][x, y]) that a second ParallelFor
+// adds in ascending block order (a single block writes gridGrad directly). Also bit-identical for any thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <climits>
 #include <cstring>
 #include <memory>
 
@@ -68,12 +84,10 @@
 #include "hwy/highway.h"
 // clang-format on
 
-// Per-target vector loops over a tile's pixels, for FLOAT compute with 32-bit tap offsets. Arrays are [tap][pixel]
-// with tap_stride pixels per row; `padded` is the pixel count rounded up to kPixelPadding (the plan fills the extra
-// lanes with offset 0, weight 0, not valid). valid == nullptr means every tap may be read (the caller checked that
-// plane[0], which the not-valid taps read, is finite, so their weight 0 gives exactly 0); otherwise a not-valid tap
-// contributes exactly 0 whatever the values. The arithmetic (one MulAdd per tap, taps in order) is the same either
-// way, so the choice does not change any result.
+// Per-target vector loops of the channel-blocked fp32 path (see the NOTE). A block holds kBlockLanes channels of
+// one pixel in one aligned 64-byte line; a pixel's valid taps are the list [tap_begin[q], tap_begin[q + 1]) of
+// element offsets into the blocked plane (multiples of kBlockLanes) with their weights. The 16 lanes are walked in
+// whole vectors (1 on AVX-512, 2 on AVX2, 4 on SSE4).
 HWY_BEFORE_NAMESPACE();
 namespace pacl::grid_sampler2d {
 namespace HWY_NAMESPACE {
@@ -81,53 +95,78 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 using DI = hn::RebindToSigned<DF>;
+constexpr int64_t kLanesPerBlock = 16;  // == kBlockLanes below
 
-HWY_INLINE hn::Mask<DF> ValidLanes(DF d, const uint8_t* bytes) {
-  const hn::Rebind<uint8_t, DF> d8;
-  const hn::RebindToUnsigned<DF> du;
-  return hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(d8, bytes)), hn::Zero(du)));
-}
-
-HWY_INLINE hn::Vec<DF> GatherTap(DF d, const float* plane, const int32_t* offsets, const uint8_t* valid) {
-  const hn::Vec<DF> v = hn::GatherIndex(d, plane, hn::LoadU(DI(), offsets));
-  return valid == nullptr ? v : hn::IfThenElseZero(ValidLanes(d, valid), v);
-}
-
-// values[q] = sum over taps of weight * plane[offset].
-void GatherWeighted(const float* plane, const int32_t* offsets, const float* weights, const uint8_t* valid,
-                    int64_t tap_stride, int taps, int64_t padded, float* values) {
+// values[q][lane] = sum over pixel q's taps (in order) of weight * plane[offset + lane].
+void SampleBlock(const float* plane, const int64_t* offsets, const float* weights, const int32_t* tap_begin,
+                 int64_t count, float* values) {
   const DF d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  for (int64_t q = 0; q < padded; q += lanes) {
-    auto sum = hn::Zero(d);
-    for (int k = 0; k < taps; ++k) {
-      const int64_t at = k * tap_stride + q;
-      sum = hn::MulAdd(hn::LoadU(d, weights + at),
-                       GatherTap(d, plane, offsets + at, valid == nullptr ? nullptr : valid + at), sum);
+  for (int64_t q = 0; q < count; ++q) {
+    const int32_t t0 = tap_begin[q];
+    const int32_t t1 = tap_begin[q + 1];
+    for (int64_t j = 0; j < kLanesPerBlock; j += lanes) {
+      auto sum = hn::Zero(d);
+      for (int32_t t = t0; t < t1; ++t) {
+        sum = hn::MulAdd(hn::Set(d, weights[t]), hn::Load(d, plane + offsets[t] + j), sum);
+      }
+      hn::Store(sum, d, values + q * kLanesPerBlock + j);
     }
-    hn::StoreU(sum, d, values + q);
   }
 }
 
-// gx[q] += grad[q] * sum over taps of grad_x_weight * plane[offset]; gy likewise.
-void GatherGridGrad(const float* plane, const int32_t* offsets, const float* grad_x_weights,
-                    const float* grad_y_weights, const uint8_t* valid, int64_t tap_stride, int taps,
-                    const float* grad, int64_t padded, float* gx, float* gy) {
+// For the pixels of a tile, with grad[q][lane] the block's gradOutput:
+// input_grad_plane[offset + lane] += weight * grad[q][lane] over the taps in order (when input_grad_plane != null);
+// gx[q] = sum over lanes of grad[q][lane] * (sum over taps of grad_x_weight * plane[offset + lane]), gy likewise
+// (when plane != null).
+void BackwardBlock(const float* plane, float* input_grad_plane, const int64_t* offsets, const float* weights,
+                   const float* grad_x_weights, const float* grad_y_weights, const int32_t* tap_begin,
+                   const float* grad, int64_t count, float* gx, float* gy) {
   const DF d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  for (int64_t q = 0; q < padded; q += lanes) {
-    auto sx = hn::Zero(d);
-    auto sy = hn::Zero(d);
-    for (int k = 0; k < taps; ++k) {
-      const int64_t at = k * tap_stride + q;
-      const auto v = GatherTap(d, plane, offsets + at, valid == nullptr ? nullptr : valid + at);
-      sx = hn::MulAdd(hn::LoadU(d, grad_x_weights + at), v, sx);
-      sy = hn::MulAdd(hn::LoadU(d, grad_y_weights + at), v, sy);
+  for (int64_t q = 0; q < count; ++q) {
+    const int32_t t0 = tap_begin[q];
+    const int32_t t1 = tap_begin[q + 1];
+    auto dot_x = hn::Zero(d);
+    auto dot_y = hn::Zero(d);
+    for (int64_t j = 0; j < kLanesPerBlock; j += lanes) {
+      const auto g = hn::Load(d, grad + q * kLanesPerBlock + j);
+      if (input_grad_plane != nullptr) {
+        for (int32_t t = t0; t < t1; ++t) {
+          float* line = input_grad_plane + offsets[t] + j;
+          hn::Store(hn::MulAdd(hn::Set(d, weights[t]), g, hn::Load(d, line)), d, line);
+        }
+      }
+      if (plane != nullptr) {
+        auto sx = hn::Zero(d);
+        auto sy = hn::Zero(d);
+        for (int32_t t = t0; t < t1; ++t) {
+          const auto v = hn::Load(d, plane + offsets[t] + j);
+          sx = hn::MulAdd(hn::Set(d, grad_x_weights[t]), v, sx);
+          sy = hn::MulAdd(hn::Set(d, grad_y_weights[t]), v, sy);
+        }
+        dot_x = hn::MulAdd(sx, g, dot_x);
+        dot_y = hn::MulAdd(sy, g, dot_y);
+      }
     }
-    const auto g = hn::LoadU(d, grad + q);
-    hn::StoreU(hn::MulAdd(sx, g, hn::LoadU(d, gx + q)), d, gx + q);
-    hn::StoreU(hn::MulAdd(sy, g, hn::LoadU(d, gy + q)), d, gy + q);
+    if (plane != nullptr) {
+      gx[q] = hn::GetLane(hn::SumOfLanes(d, dot_x));
+      gy[q] = hn::GetLane(hn::SumOfLanes(d, dot_y));
+    }
   }
+}
+
+// Channel rows -> blocked lines: lines[q][lane] = rows[lane * row_stride + q] for q < count, all 16 lanes (the
+// caller zero-fills rows of missing channels).
+void RowsToLines(const float* rows, int64_t row_stride, int64_t count, float* lines) {
+  for (int64_t q = 0; q < count; ++q) {
+    for (int64_t lane = 0; lane < kLanesPerBlock; ++lane) lines[q * kLanesPerBlock + lane] = rows[lane * row_stride + q];
+  }
+}
+
+// Blocked lines -> one channel row: row[q] = lines[q][lane] for q < count.
+void LinesToRow(const float* lines, int64_t lane, int64_t count, float* row) {
+  for (int64_t q = 0; q < count; ++q) row[q] = lines[q * kLanesPerBlock + lane];
 }
 
 }  // namespace HWY_NAMESPACE
@@ -137,8 +176,10 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace pacl::grid_sampler2d {
 
-HWY_EXPORT(GatherWeighted);
-HWY_EXPORT(GatherGridGrad);
+HWY_EXPORT(SampleBlock);
+HWY_EXPORT(BackwardBlock);
+HWY_EXPORT(RowsToLines);
+HWY_EXPORT(LinesToRow);
 
 namespace {
 
@@ -148,8 +189,10 @@ namespace {
 constexpr int64_t kTilePixels = 2048;
 // Bicubic has 16 taps per pixel: a smaller tile keeps its arrays about the same size.
 constexpr int64_t kBicubicTilePixels = 512;
-// Tiles are processed in whole vectors of up to this many lanes (fp32 on AVX-512); the plan pads to it.
+// Plane path: tiles are padded to a multiple of this many pixels.
 constexpr int64_t kPixelPadding = 16;
+// Channels per block of the blocked fp32 path: 16 fp32 = one 64-byte cache line (see the NOTE).
+constexpr int64_t kBlockLanes = kFloatChannelsPerBlock;
 // PyTorch's bicubic convolution constant.
 constexpr double kCubicA = -0.75;
 
@@ -162,15 +205,9 @@ char* ElementAt(const SamplerOperand& operand, int64_t i0, int64_t i1, int64_t i
 }
 
 // dst[i] = src[i * stride] converted to T, for a row of the tensor's own dtype.
-void LoadRow(aclDataType dtype, const char* src, int64_t stride, float* dst, int64_t n) {
-  LoadAsFloat(dtype, src, stride, dst, n);
-}
 void LoadRow(aclDataType /*dtype: DOUBLE*/, const char* src, int64_t stride, double* dst, int64_t n) {
   const double* values = reinterpret_cast<const double*>(src);
   for (int64_t i = 0; i < n; ++i) dst[i] = values[i * stride];
-}
-void StoreRow(const float* src, aclDataType dtype, char* dst, int64_t stride, int64_t n) {
-  StoreFromFloat(src, dtype, dst, stride, n);
 }
 void StoreRow(const double* src, aclDataType /*dtype: DOUBLE*/, char* dst, int64_t stride, int64_t n) {
   double* values = reinterpret_cast<double*>(dst);
@@ -405,7 +442,7 @@ constexpr int64_t TilePixels() {
 }
 
 // The K*K taps of each pixel of a tile, [tap][pixel]. A few hundred KiB: one per thread, on the heap (PlanFor).
-// Offset: int32_t for the vector (gather) loops, when every offset in an input plane fits; else int64_t.
+// Offset: the element offset type (int64_t; the plane path serves DOUBLE only).
 template <class T, int K, class Offset>
 struct TilePlan {
   static constexpr int kTaps = K * K;
@@ -551,13 +588,6 @@ InputView<T> MakeInputView(const SamplerShape& s, const SamplerOperand& input, v
 
 // ---- Forward ----
 
-// Whether every element offset h*strideH + w*strideW of a plane fits in int32 (the vector gathers' indices).
-bool PlaneOffsetsFitInt32(const SamplerShape& s, const int64_t* strides) {
-  const int64_t reach = (s.in_height - 1) * (strides[2] < 0 ? -strides[2] : strides[2]) +
-                        (s.in_width - 1) * (strides[3] < 0 ? -strides[3] : strides[3]);
-  return reach <= INT32_MAX;
-}
-
 template <class T, int K, class Offset>
 void ScalarGatherWeighted(const TilePlan<T, K, Offset>& plan, const T* plane, T* values) {
   constexpr int kTaps = K * K;
@@ -573,20 +603,13 @@ void ScalarGatherWeighted(const TilePlan<T, K, Offset>& plan, const T* plane, T*
 
 template <class T, int K, class Offset>
 void ForwardTile(const ForwardParams& p, const InputView<T>& input, int64_t n, int64_t begin, int64_t end) {
-  constexpr int kTaps = K * K;
   using Plan = TilePlan<T, K, Offset>;
   Plan& plan = PlanFor<T, K, Offset>();
   PlanTile(p.shape, p.modes, p.grid, n, begin, end, true, input.Plane(), false, PlaneStrides{}, false, &plan);
   T values[Plan::kPixels];
   for (int64_t c = 0; c < p.shape.channels; ++c) {
     const T* plane = input.Plane(n, c);
-    if constexpr (std::is_same_v<Offset, int32_t>) {
-      HWY_DYNAMIC_DISPATCH(GatherWeighted)
-      (plane, &plan.input_offset[0][0], &plan.weight[0][0], std::isfinite(plane[0]) ? nullptr : &plan.valid[0][0],
-       Plan::kPixels, kTaps, plan.padded, values);
-    } else {
-      ScalarGatherWeighted(plan, plane, values);
-    }
+    ScalarGatherWeighted(plan, plane, values);
     ForEachRowSegment(begin, end, p.shape.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
       StoreRow(values + at, p.out.desc.dtype, ElementAt(p.out, n, c, h, w), p.out.strides[3], length);
     });
@@ -611,9 +634,6 @@ void RunForwardTiles(const ForwardParams& p, const InputView<T>& input) {
 template <class T, int K>
 void RunForward(const ForwardParams& p, void* workspace) {
   const InputView<T> input = MakeInputView<T>(p.shape, p.input, workspace, p.workspace.input_copy);
-  if constexpr (std::is_same_v<T, float>) {
-    if (PlaneOffsetsFitInt32(p.shape, input.strides)) return RunForwardTiles<T, K, int32_t>(p, input);
-  }
   RunForwardTiles<T, K, int64_t>(p, input);
 }
 
@@ -683,7 +703,6 @@ void StoreGridGrad(const BackwardParams& p, int64_t n, int64_t begin, int64_t en
 // Task (n, channel block): see the NOTE.
 template <class T, int K, class Offset, bool kScatter, bool kGather>
 void BackwardTask(const BackwardParams& p, const BackwardContext<T>& ctx, int64_t n, int64_t block) {
-  constexpr int kTaps = K * K;
   using Plan = TilePlan<T, K, Offset>;
   const SamplerShape& s = p.shape;
   const int64_t c0 = block * p.channels_per_block;
@@ -715,13 +734,7 @@ void BackwardTask(const BackwardParams& p, const BackwardContext<T>& ctx, int64_
       if (kScatter) ScatterChannel(plan, grad, ctx.acc.Plane(n, c));
       if (kGather) {
         const T* input_plane = ctx.input.Plane(n, c);
-        if constexpr (std::is_same_v<Offset, int32_t>) {
-          HWY_DYNAMIC_DISPATCH(GatherGridGrad)
-          (input_plane, &plan.input_offset[0][0], &plan.grad_x_weight[0][0], &plan.grad_y_weight[0][0],
-           std::isfinite(input_plane[0]) ? nullptr : &plan.valid[0][0], kTile, kTaps, grad, padded, gx, gy);
-        } else {
-          ScalarGatherGridGrad(plan, grad, input_plane, gx, gy);
-        }
+        ScalarGatherGridGrad(plan, grad, input_plane, gx, gy);
       }
     }
     if (kGather) {
@@ -825,13 +838,282 @@ void RunBackward(const BackwardParams& p, void* workspace) {
   }
   if (gather && ctx.blocks > 1) ctx.grid_partials = WorkspaceArray<T>(workspace, p.workspace.grid_partials);
 
-  bool int32_offsets = false;
-  if constexpr (std::is_same_v<T, float>) int32_offsets = !gather || PlaneOffsetsFitInt32(s, ctx.input.strides);
-  if constexpr (std::is_same_v<T, float>) {
-    if (int32_offsets) RunBackwardWithOffsets<T, K, int32_t>(p, ctx, scatter, gather);
-  }
-  if (!int32_offsets) RunBackwardWithOffsets<T, K, int64_t>(p, ctx, scatter, gather);
+  RunBackwardWithOffsets<T, K, int64_t>(p, ctx, scatter, gather);
   if (p.want_grid_grad && pixels > 0 && (!gather || ctx.blocks > 1)) FinishGridGrad(p, ctx, !gather);
+}
+
+// ---- Channel-blocked fp32 path (FLOAT, FLOAT16, BFLOAT16): see the NOTE ----
+
+// Output pixels per tile of the blocked path: the tile's tap list and its [pixel][lane] buffers stay in L1/L2.
+constexpr int64_t kBlockTilePixels = 256;
+
+int64_t ChannelBlocks(const SamplerShape& s) { return (s.channels + kBlockLanes - 1) / kBlockLanes; }
+
+// Elements of one blocked plane [Hin][Win][kBlockLanes].
+int64_t BlockedPlaneElements(const SamplerShape& s) { return s.in_height * s.in_width * kBlockLanes; }
+
+// The valid taps of a tile's pixels, pixel-major: pixel q owns [tap_begin[q], tap_begin[q + 1]), in tap order.
+// offset is an element offset into a blocked plane. One per thread on the heap (BlockTapsFor).
+struct BlockTaps {
+  static constexpr int64_t kMaxTaps = kBlockTilePixels * 16;  // bicubic: 4 x 4 taps per pixel at most
+  int64_t count = 0;
+  int32_t tap_begin[kBlockTilePixels + 1];
+  int64_t offset[kMaxTaps];
+  float weight[kMaxTaps];
+  float grad_x_weight[kMaxTaps];
+  float grad_y_weight[kMaxTaps];
+  float xs[kBlockTilePixels];
+  float ys[kBlockTilePixels];
+  alignas(64) float lanes[kBlockTilePixels * kBlockLanes];  // [pixel][lane]: gradOutput or out of one block
+  float row[kBlockTilePixels];
+  float rows[kBlockLanes * kBlockTilePixels];  // [lane][pixel]: channel rows before RowsToLines
+};
+
+BlockTaps& BlockTapsFor() {
+  thread_local std::unique_ptr<BlockTaps> taps;
+  if (!taps) taps.reset(new BlockTaps);
+  return *taps;
+}
+
+// Reads grid[n, pixels [begin, end)] and lists the taps of each pixel (the same per-axis taps as the plane path).
+template <int K>
+void ListBlockTaps(const SamplerShape& shape, const SamplerModes& modes, const SamplerOperand& grid, int64_t n,
+                   int64_t begin, int64_t end, bool want_grad_weights, BlockTaps* taps) {
+  const int64_t count = end - begin;
+  taps->count = count;
+  ForEachRowSegment(begin, end, shape.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
+    LoadAsFloat(grid.desc.dtype, ElementAt(grid, n, h, w, 0), grid.strides[2], taps->xs + at, length);
+    LoadAsFloat(grid.desc.dtype, ElementAt(grid, n, h, w, 1), grid.strides[2], taps->ys + at, length);
+  });
+  const Axis<float> x_axis(shape.in_width, modes);
+  const Axis<float> y_axis(shape.in_height, modes);
+  int32_t t = 0;
+  for (int64_t q = 0; q < count; ++q) {
+    taps->tap_begin[q] = t;
+    AxisTaps<float, K> tx, ty;
+    ComputeTaps(x_axis, taps->xs[q], &tx);
+    ComputeTaps(y_axis, taps->ys[q], &ty);
+    for (int j = 0; j < K; ++j) {
+      if (!ty.valid[j]) continue;
+      for (int i = 0; i < K; ++i) {
+        if (!tx.valid[i]) continue;
+        taps->offset[t] = (ty.index[j] * shape.in_width + tx.index[i]) * kBlockLanes;
+        taps->weight[t] = tx.weight[i] * ty.weight[j];
+        if (want_grad_weights) {
+          taps->grad_x_weight[t] = tx.dweight[i] * ty.weight[j];
+          taps->grad_y_weight[t] = tx.weight[i] * ty.dweight[j];
+        }
+        ++t;
+      }
+    }
+  }
+  taps->tap_begin[count] = t;
+}
+
+// Copies input rows (any float dtype, any strides) into the blocked fp32 layout [N][blocks][Hin][Win][lanes],
+// padding channels zero: blocked rows [row_begin, row_end), row r = (n * blocks + block) * Hin + h.
+void CopyInputBlockedRows(const SamplerShape& s, const SamplerOperand& input, int64_t row_begin, int64_t row_end,
+                          float* blocked, BlockTaps& buffers) {
+  const int64_t blocks = ChannelBlocks(s);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const int64_t nb = r / s.in_height;
+    const int64_t h = r - nb * s.in_height;
+    const int64_t n = nb / blocks;
+    const int64_t c0 = (nb - n * blocks) * kBlockLanes;
+    float* dst = blocked + r * s.in_width * kBlockLanes;
+    const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
+    std::fill(buffers.rows + lanes * kBlockTilePixels, buffers.rows + kBlockLanes * kBlockTilePixels, 0.0f);
+    for (int64_t w0 = 0; w0 < s.in_width; w0 += kBlockTilePixels) {
+      const int64_t count = std::min(kBlockTilePixels, s.in_width - w0);
+      for (int64_t lane = 0; lane < lanes; ++lane) {
+        LoadAsFloat(input.desc.dtype, ElementAt(input, n, c0 + lane, h, w0), input.strides[3],
+                    buffers.rows + lane * kBlockTilePixels, count);
+      }
+      HWY_DYNAMIC_DISPATCH(RowsToLines)(buffers.rows, kBlockTilePixels, count, dst + w0 * kBlockLanes);
+    }
+  }
+}
+
+// The whole blocked input, in chunks of blocked rows.
+void CopyInputBlocked(const SamplerShape& s, const SamplerOperand& input, float* blocked) {
+  ParallelFor(s.batch * ChannelBlocks(s) * s.in_height, 16, [&](int64_t row_begin, int64_t row_end) {
+    CopyInputBlockedRows(s, input, row_begin, row_end, blocked, BlockTapsFor());
+  });
+}
+
+// Blocked fp32 inputGrad sums -> inputGrad's dtype and strides, for blocked rows [row_begin, row_end).
+void WriteInputGradRows(const BackwardParams& p, int64_t row_begin, int64_t row_end, const float* blocked_grad,
+                        BlockTaps& buffers) {
+  const SamplerShape& s = p.shape;
+  const int64_t blocks = ChannelBlocks(s);
+  const bool direct = p.input_grad.desc.dtype == ACL_FLOAT && p.input_grad.strides[3] == 1;
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const int64_t nb = r / s.in_height;
+    const int64_t h = r - nb * s.in_height;
+    const int64_t n = nb / blocks;
+    const int64_t c0 = (nb - n * blocks) * kBlockLanes;
+    const float* src = blocked_grad + r * s.in_width * kBlockLanes;
+    const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      for (int64_t w0 = 0; w0 < s.in_width; w0 += kBlockTilePixels) {
+        const int64_t count = std::min(kBlockTilePixels, s.in_width - w0);
+        if (direct) {
+          HWY_DYNAMIC_DISPATCH(LinesToRow)
+          (src + w0 * kBlockLanes, lane, count, reinterpret_cast<float*>(ElementAt(p.input_grad, n, c0 + lane, h, w0)));
+          continue;
+        }
+        HWY_DYNAMIC_DISPATCH(LinesToRow)(src + w0 * kBlockLanes, lane, count, buffers.row);
+        StoreFromFloat(buffers.row, p.input_grad.desc.dtype, ElementAt(p.input_grad, n, c0 + lane, h, w0),
+                       p.input_grad.strides[3], count);
+      }
+    }
+  }
+}
+
+template <int K>
+void RunForwardBlocked(const ForwardParams& p, void* workspace) {
+  const SamplerShape& s = p.shape;
+  float* blocked = WorkspaceArray<float>(workspace, p.workspace.input_copy);
+  CopyInputBlocked(s, p.input, blocked);
+  const int64_t blocks = ChannelBlocks(s);
+  const int64_t plane = BlockedPlaneElements(s);
+  const int64_t pixels = s.out_height * s.out_width;
+  const int64_t tiles = (pixels + kBlockTilePixels - 1) / kBlockTilePixels;
+  const bool direct_out = p.out.desc.dtype == ACL_FLOAT && p.out.strides[3] == 1;
+  ParallelFor(s.batch * tiles, 1, [&](int64_t task_begin, int64_t task_end) {
+    BlockTaps& taps = BlockTapsFor();
+    for (int64_t task = task_begin; task < task_end; ++task) {
+      const int64_t n = task / tiles;
+      const int64_t begin = (task - n * tiles) * kBlockTilePixels;
+      const int64_t end = std::min(begin + kBlockTilePixels, pixels);
+      const int64_t count = end - begin;
+      ListBlockTaps<K>(s, p.modes, p.grid, n, begin, end, false, &taps);
+      for (int64_t b = 0; b < blocks; ++b) {
+        HWY_DYNAMIC_DISPATCH(SampleBlock)
+        (blocked + (n * blocks + b) * plane, taps.offset, taps.weight, taps.tap_begin, count, taps.lanes);
+        const int64_t c0 = b * kBlockLanes;
+        const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
+        for (int64_t lane = 0; lane < lanes; ++lane) {
+          if (direct_out) {
+            ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
+              HWY_DYNAMIC_DISPATCH(LinesToRow)
+              (taps.lanes + at * kBlockLanes, lane, length,
+               reinterpret_cast<float*>(ElementAt(p.out, n, c0 + lane, h, w)));
+            });
+            continue;
+          }
+          HWY_DYNAMIC_DISPATCH(LinesToRow)(taps.lanes, lane, count, taps.row);
+          ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
+            StoreFromFloat(taps.row + at, p.out.desc.dtype, ElementAt(p.out, n, c0 + lane, h, w), p.out.strides[3],
+                           length);
+          });
+        }
+      }
+    }
+  });
+}
+
+// Writes gridGrad[n, pixels [begin, end)] from x and y sums (fp32).
+void StoreGridGradFloat(const BackwardParams& p, int64_t n, int64_t begin, int64_t end, const float* gx,
+                        const float* gy) {
+  ForEachRowSegment(begin, end, p.shape.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
+    StoreFromFloat(gx + at, p.grid_grad.desc.dtype, ElementAt(p.grid_grad, n, h, w, 0), p.grid_grad.strides[2],
+                   length);
+    StoreFromFloat(gy + at, p.grid_grad.desc.dtype, ElementAt(p.grid_grad, n, h, w, 1), p.grid_grad.strides[2],
+                   length);
+  });
+}
+
+template <int K>
+void RunBackwardBlocked(const BackwardParams& p, void* workspace) {
+  const SamplerShape& s = p.shape;
+  const bool nearest = p.modes.interpolation == Interpolation::kNearest;
+  const int64_t pixels = s.out_height * s.out_width;
+  const int64_t blocks = ChannelBlocks(s);
+  const int64_t plane = BlockedPlaneElements(s);
+  // Gathering the input is needed for gridGrad only, and nearest's gridGrad is 0.
+  const bool gather = p.want_grid_grad && !nearest && pixels > 0 && blocks > 0;
+  const bool scatter = p.want_input_grad && blocks > 0;
+  float* blocked_input = nullptr;
+  float* blocked_grad = nullptr;
+  float* partials = nullptr;  // [block][n][pixel][x, y]
+  if (gather) {
+    blocked_input = WorkspaceArray<float>(workspace, p.workspace.input_copy);
+    partials = WorkspaceArray<float>(workspace, p.workspace.grid_partials);
+  }
+  if (scatter) blocked_grad = WorkspaceArray<float>(workspace, p.workspace.input_grad_acc);
+
+  if (gather || scatter) {
+    ParallelFor(s.batch * blocks, 1, [&](int64_t task_begin, int64_t task_end) {
+      BlockTaps& taps = BlockTapsFor();
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        const int64_t n = task / blocks;
+        const int64_t b = task - n * blocks;
+        const int64_t c0 = b * kBlockLanes;
+        const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
+        float* grad_plane = scatter ? blocked_grad + task * plane : nullptr;
+        const float* input_plane = gather ? blocked_input + task * plane : nullptr;
+        if (scatter) std::fill(grad_plane, grad_plane + plane, 0.0f);
+        // The task's own block of the input (gridGrad only), copied when it is about to be used.
+        if (gather) CopyInputBlockedRows(s, p.input, task * s.in_height, (task + 1) * s.in_height, blocked_input, taps);
+        // Rows of missing channels (C not a multiple of 16) read as 0.
+        std::fill(taps.rows + lanes * kBlockTilePixels, taps.rows + kBlockLanes * kBlockTilePixels, 0.0f);
+        for (int64_t begin = 0; begin < pixels; begin += kBlockTilePixels) {
+          const int64_t end = std::min(begin + kBlockTilePixels, pixels);
+          const int64_t count = end - begin;
+          ListBlockTaps<K>(s, p.modes, p.grid, n, begin, end, gather, &taps);
+          // gradOutput of the block's channels, transposed to [pixel][lane] (padding lanes 0).
+          for (int64_t lane = 0; lane < lanes; ++lane) {
+            float* row = taps.rows + lane * kBlockTilePixels;
+            ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
+              LoadAsFloat(p.grad_output.desc.dtype, ElementAt(p.grad_output, n, c0 + lane, h, w),
+                          p.grad_output.strides[3], row + at, length);
+            });
+          }
+          HWY_DYNAMIC_DISPATCH(RowsToLines)(taps.rows, kBlockTilePixels, count, taps.lanes);
+          float* gx = gather ? partials + ((b * s.batch + n) * pixels + begin) * 2 : nullptr;
+          HWY_DYNAMIC_DISPATCH(BackwardBlock)
+          (input_plane, grad_plane, taps.offset, taps.weight, taps.grad_x_weight, taps.grad_y_weight,
+           taps.tap_begin, taps.lanes, count, taps.xs, taps.ys);
+          if (gather) {
+            for (int64_t q = 0; q < count; ++q) {
+              gx[2 * q] = taps.xs[q];
+              gx[2 * q + 1] = taps.ys[q];
+            }
+          }
+        }
+        if (scatter) WriteInputGradRows(p, task * s.in_height, (task + 1) * s.in_height, blocked_grad, taps);
+      }
+    });
+  }
+
+  if (p.want_grid_grad && pixels > 0) {
+    // gridGrad = the blocks' partial sums added in ascending block order (0 for nearest or C == 0).
+    const int64_t tiles = (pixels + kBlockTilePixels - 1) / kBlockTilePixels;
+    ParallelFor(s.batch * tiles, 4, [&](int64_t task_begin, int64_t task_end) {
+      float gx[kBlockTilePixels];
+      float gy[kBlockTilePixels];
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        const int64_t n = task / tiles;
+        const int64_t begin = (task - n * tiles) * kBlockTilePixels;
+        const int64_t end = std::min(begin + kBlockTilePixels, pixels);
+        const int64_t count = end - begin;
+        std::fill(gx, gx + count, 0.0f);
+        std::fill(gy, gy + count, 0.0f);
+        if (gather) {
+          for (int64_t b = 0; b < blocks; ++b) {
+            const float* partial = partials + ((b * s.batch + n) * pixels + begin) * 2;
+            for (int64_t q = 0; q < count; ++q) {
+              gx[q] += partial[2 * q];
+              gy[q] += partial[2 * q + 1];
+            }
+          }
+        }
+        StoreGridGradFloat(p, n, begin, end, gx, gy);
+      }
+    });
+  }
+
 }
 
 template <class T>
@@ -858,6 +1140,28 @@ void RunBackwardTyped(const BackwardParams& p, void* workspace) {
   }
 }
 
+void RunForwardFloat(const ForwardParams& p, void* workspace) {
+  switch (p.modes.interpolation) {
+    case Interpolation::kNearest:
+      return RunForwardBlocked<1>(p, workspace);
+    case Interpolation::kBicubic:
+      return RunForwardBlocked<4>(p, workspace);
+    default:
+      return RunForwardBlocked<2>(p, workspace);
+  }
+}
+
+void RunBackwardFloat(const BackwardParams& p, void* workspace) {
+  switch (p.modes.interpolation) {
+    case Interpolation::kNearest:
+      return RunBackwardBlocked<1>(p, workspace);
+    case Interpolation::kBicubic:
+      return RunBackwardBlocked<4>(p, workspace);
+    default:
+      return RunBackwardBlocked<2>(p, workspace);
+  }
+}
+
 }  // namespace
 
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
@@ -866,7 +1170,7 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   if (params.input.desc.dtype == ACL_DOUBLE) {
     RunForwardTyped<double>(params, workspace);
   } else {
-    RunForwardTyped<float>(params, workspace);
+    RunForwardFloat(params, workspace);
   }
   return ACLNN_SUCCESS;
 }
@@ -877,7 +1181,7 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   if (params.input.desc.dtype == ACL_DOUBLE) {
     RunBackwardTyped<double>(params, workspace);
   } else {
-    RunBackwardTyped<float>(params, workspace);
+    RunBackwardFloat(params, workspace);
   }
   return ACLNN_SUCCESS;
 }

@@ -40,9 +40,9 @@ struct SamplerOperand {
 // Where the kernels' scratch arrays live in the caller's workspace (byte offsets from the workspace start
 // rounded up to 64 bytes; -1 when the array is not needed). Sized in phase 1 from the shape and dtype only.
 struct WorkspacePlan {
-  int64_t input_copy = -1;       // fp32 (N, C, Hin, Win) copy of an fp16/bf16 input
-  int64_t input_grad_acc = -1;   // fp32 (N, C, Hin, Win) accumulators of an fp16/bf16 inputGrad
-  int64_t grid_partials = -1;    // compute type (blocks, N, Hout*Wout, 2): per-channel-block gridGrad sums
+  int64_t input_copy = -1;      // fp32 path: blocked fp32 copy [N][ceil(C/16)][Hin][Win][16] of the input
+  int64_t input_grad_acc = -1;  // fp32 path: blocked fp32 inputGrad sums, the same layout
+  int64_t grid_partials = -1;   // compute type (blocks, N, Hout*Wout, 2): per-channel-block gridGrad sums
   uint64_t bytes = 0;            // total, including 64 bytes of slack to align the caller's pointer
 };
 
@@ -70,7 +70,10 @@ struct BackwardParams {
 };
 
 // Phase-1 planning: the channel block size of the backward, and both workspace layouts.
-int64_t BackwardChannelsPerBlock(const SamplerShape& shape);
+int64_t BackwardChannelsPerBlock(const SamplerShape& shape, aclDataType dtype);
+
+// Channels per block of the fp32 path (FLOAT, FLOAT16, BFLOAT16): one 64-byte line of fp32.
+constexpr int64_t kFloatChannelsPerBlock = 16;
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params);
 WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params);
 
