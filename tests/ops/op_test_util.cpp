@@ -1,14 +1,23 @@
 #include "ops/op_test_util.h"
 
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
 #include "reference/float_formats.h"
+
+extern char** environ;
 
 namespace optest {
 namespace {
@@ -454,6 +463,51 @@ double RelativeNormError(const std::vector<double>& actual, const std::vector<do
   }
   if (std::isnan(diff)) return std::numeric_limits<double>::infinity();
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+namespace {
+constexpr char kOutputFileVariable[] = "PACL_TEST_OUTPUT_FILE";
+}  // namespace
+
+void WriteOutputForParent(const std::vector<uint8_t>& bytes) {
+  const char* path = std::getenv(kOutputFileVariable);
+  if (path == nullptr) return;
+  std::ofstream file(path, std::ios::binary);
+  file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(file.good()) << "cannot write " << path;
+}
+
+std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int threads) {
+  const std::string path = testing::TempDir() + "pacl_threads_" + std::to_string(getpid()) + "_" +
+                           std::to_string(threads) + ".bin";
+  const std::string output_prefix = std::string(kOutputFileVariable) + "=";
+  std::vector<std::string> env_strings;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    if (text.rfind("ACLNN_NUM_THREADS=", 0) == 0 || text.rfind(output_prefix, 0) == 0) continue;
+    env_strings.push_back(text);
+  }
+  env_strings.push_back("ACLNN_NUM_THREADS=" + std::to_string(threads));
+  env_strings.push_back(output_prefix + path);
+  std::vector<char*> envp;
+  for (std::string& text : env_strings) envp.push_back(text.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe";
+  std::string filter = "--gtest_filter=" + test_name;
+  std::string quiet = "--gtest_brief=1";
+  std::vector<char*> argv = {exe.data(), filter.data(), quiet.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
+    ADD_FAILURE() << "posix_spawn failed";
+    return {};
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child with " << threads << " threads failed";
+  std::ifstream file(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  return bytes;
 }
 
 }  // namespace optest

@@ -124,6 +124,13 @@ std::string RecentErrorMessage();
 // Relative error in the 2-norm: ||actual - expected|| / ||expected|| (or ||actual - expected|| if expected is 0).
 double RelativeNormError(const std::vector<double>& actual, const std::vector<double>& expected);
 
+// Thread-count determinism checks. The thread count is read once per process, so a test runs one of its cases
+// in child processes of this binary: RunTestWithThreads runs the test named test_name (Suite.Name) with
+// ACLNN_NUM_THREADS = threads and returns the bytes that test handed to WriteOutputForParent (empty, with a
+// failure recorded, if the child failed). WriteOutputForParent does nothing outside such a child.
+std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int threads);
+void WriteOutputForParent(const std::vector<uint8_t>& bytes);
+
 }  // namespace optest
 
 #endif  // PACL_TESTS_OPS_OP_TEST_UTIL_H_

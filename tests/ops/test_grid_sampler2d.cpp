@@ -19,17 +19,12 @@
 // kBoundaryMargin pixels away from every multiple of 0.5; grids are drawn in the test dtype first (the reference
 // sees exactly the values the device holds). Exact ties are tested separately where every arithmetic is exact.
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -39,8 +34,6 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "ops/op_test_util.h"
 #include "reference/grid_sampler2d_reference.h"
-
-extern char** environ;
 
 namespace {
 
@@ -993,7 +986,7 @@ TEST(GridSampler2DDeterminism, BitIdenticalRunToRun) {
 }
 
 // Computes the determinism bytes, checks the FLOAT bilinear backward against the reference, and, when
-// PACL_GS_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount in a child process), writes the bytes there.
+// PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount in a child process), writes the bytes there.
 TEST(GridSampler2DDeterminism, OutputForThreadCountCheck) {
   const std::vector<uint8_t> bytes = DeterminismBytes();
   const Modes m{kBilinear, kZeros, false};
@@ -1008,49 +1001,14 @@ TEST(GridSampler2DDeterminism, OutputForThreadCountCheck) {
       << optest::RecentErrorMessage();
   ExpectInputGradMatches(input_grad.Read(), p, m, ACL_FLOAT);
   ExpectGridGradMatches(grid_grad.Read(), p, m, ACL_FLOAT);
-  if (const char* path = std::getenv("PACL_GS_OUTPUT_FILE")) {
-    std::ofstream file(path, std::ios::binary);
-    file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    ASSERT_TRUE(file.good());
-  }
-}
-
-std::vector<uint8_t> OutputWithThreads(int threads) {
-  const std::string path =
-      testing::TempDir() + "pacl_gs_threads_" + std::to_string(getpid()) + "_" + std::to_string(threads) + ".bin";
-  std::vector<std::string> env_strings;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    if (text.rfind("ACLNN_NUM_THREADS=", 0) == 0 || text.rfind("PACL_GS_OUTPUT_FILE=", 0) == 0) continue;
-    env_strings.push_back(text);
-  }
-  env_strings.push_back("ACLNN_NUM_THREADS=" + std::to_string(threads));
-  env_strings.push_back("PACL_GS_OUTPUT_FILE=" + path);
-  std::vector<char*> envp;
-  for (std::string& text : env_strings) envp.push_back(text.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
-  std::string filter = "--gtest_filter=GridSampler2DDeterminism.OutputForThreadCountCheck";
-  std::string quiet = "--gtest_brief=1";
-  std::vector<char*> argv = {exe.data(), filter.data(), quiet.data(), nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    ADD_FAILURE() << "posix_spawn failed";
-    return {};
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child with " << threads << " threads failed";
-  std::ifstream file(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::remove(path.c_str());
-  return bytes;
+  optest::WriteOutputForParent(bytes);
 }
 
 TEST(GridSampler2DDeterminism, BitIdenticalForAnyThreadCount) {
-  const std::vector<uint8_t> one = OutputWithThreads(1);
+  const std::string child_test = "GridSampler2DDeterminism.OutputForThreadCountCheck";
+  const std::vector<uint8_t> one = optest::RunTestWithThreads(child_test, 1);
   ASSERT_FALSE(one.empty());
-  EXPECT_EQ(OutputWithThreads(3), one) << "ACLNN_NUM_THREADS=3 differs from 1";
+  EXPECT_EQ(optest::RunTestWithThreads(child_test, 3), one) << "ACLNN_NUM_THREADS=3 differs from 1";
   EXPECT_EQ(DeterminismBytes(), one) << "this process's thread count differs from 1";
 }
 

@@ -9,9 +9,6 @@
 //   relatively inaccurate.
 // - Masked backward elements are exactly 0; fully masked forward rows are exactly 1/S2 (rounded once per format).
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,8 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,8 +24,6 @@
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "ops/op_test_util.h"
 #include "reference/scaled_masked_softmax_reference.h"
-
-extern char** environ;
 
 namespace {
 
@@ -656,8 +649,8 @@ TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalRunToRun) {
   }
 }
 
-// Computes the determinism case and checks it against the reference; when PACL_SMS_OUTPUT_FILE is set (by
-// ThreadCountInvariance below, in a child process with another ACLNN_NUM_THREADS), also writes the output bytes there.
+// Computes the determinism case and checks it against the reference; when PACL_TEST_OUTPUT_FILE is set (by
+// BitIdenticalForAnyThreadCount below, in a child process with another ACLNN_NUM_THREADS), also writes the output bytes there.
 TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
   const BackwardData data = MakeBackwardData(kDeterminismDims, ACL_FLOAT, kDeterminismScale, 8000);
   const std::vector<uint8_t> bytes = BackwardBytes(ACL_FLOAT);
@@ -668,45 +661,7 @@ TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
     values[i] = f;
   }
   ExpectBackwardMatches(values, data, kDeterminismDims, kDeterminismScale, ACL_FLOAT);
-  if (const char* path = std::getenv("PACL_SMS_OUTPUT_FILE")) {
-    std::ofstream file(path, std::ios::binary);
-    file.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    ASSERT_TRUE(file.good());
-  }
-}
-
-// Runs OutputForThreadCountCheck in a child process of this test binary with ACLNN_NUM_THREADS = threads (the
-// thread count is read once per process) and returns the bytes it wrote.
-std::vector<uint8_t> OutputWithThreads(int threads) {
-  const std::string path =
-      testing::TempDir() + "pacl_sms_threads_" + std::to_string(getpid()) + "_" + std::to_string(threads) + ".bin";
-  std::vector<std::string> env_strings;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    if (text.rfind("ACLNN_NUM_THREADS=", 0) == 0 || text.rfind("PACL_SMS_OUTPUT_FILE=", 0) == 0) continue;
-    env_strings.push_back(text);
-  }
-  env_strings.push_back("ACLNN_NUM_THREADS=" + std::to_string(threads));
-  env_strings.push_back("PACL_SMS_OUTPUT_FILE=" + path);
-  std::vector<char*> envp;
-  for (std::string& text : env_strings) envp.push_back(text.data());
-  envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
-  std::string filter = "--gtest_filter=ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck";
-  std::string quiet = "--gtest_brief=1";
-  std::vector<char*> argv = {exe.data(), filter.data(), quiet.data(), nullptr};
-  pid_t pid = 0;
-  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
-    ADD_FAILURE() << "posix_spawn failed";
-    return {};
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child with " << threads << " threads failed";
-  std::ifstream file(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::remove(path.c_str());
-  return bytes;
+  optest::WriteOutputForParent(bytes);
 }
 
 TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalForAnyThreadCount) {
@@ -714,7 +669,8 @@ TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalForAnyThreadCount) {
   ASSERT_FALSE(here.empty());
   for (int threads : {1, 3, 7}) {
     SCOPED_TRACE("ACLNN_NUM_THREADS=" + std::to_string(threads));
-    EXPECT_EQ(OutputWithThreads(threads), here);
+    EXPECT_EQ(optest::RunTestWithThreads("ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck", threads),
+              here);
   }
 }
 
