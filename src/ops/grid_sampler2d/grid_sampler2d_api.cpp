@@ -63,6 +63,18 @@ SamplerOperand Operand(const TensorDesc& desc) {
   return operand;
 }
 
+// The problem's sizes: input (N, C, Hin, Win) and grid (N, Hout, Wout, 2), already checked.
+SamplerShape ShapeOf(const TensorDesc& input, const TensorDesc& grid) {
+  SamplerShape shape;
+  shape.batch = input.shape[0];
+  shape.channels = input.shape[1];
+  shape.in_height = input.shape[2];
+  shape.in_width = input.shape[3];
+  shape.out_height = grid.shape[1];
+  shape.out_width = grid.shape[2];
+  return shape;
+}
+
 SamplerModes Modes(int64_t interpolation_mode, int64_t padding_mode, bool align_corners) {
   SamplerModes modes;
   modes.interpolation = static_cast<Interpolation>(interpolation_mode);
@@ -200,12 +212,7 @@ extern "C" aclnnStatus aclnnGridSampler2DGetWorkspaceSize(const aclTensor* input
   }
 
   gs::ForwardParams params;
-  params.shape.batch = input_desc.shape[0];
-  params.shape.channels = input_desc.shape[1];
-  params.shape.in_height = input_desc.shape[2];
-  params.shape.in_width = input_desc.shape[3];
-  params.shape.out_height = grid_desc.shape[1];
-  params.shape.out_width = grid_desc.shape[2];
+  params.shape = gs::ShapeOf(input_desc, grid_desc);
   params.modes = gs::Modes(interpolationMode, paddingMode, alignCorners);
   params.input = gs::Operand(input_desc);
   params.grid = gs::Operand(grid_desc);
@@ -278,12 +285,7 @@ extern "C" aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
   }
 
   gs::BackwardParams params;
-  params.shape.batch = input_desc.shape[0];
-  params.shape.channels = input_desc.shape[1];
-  params.shape.in_height = input_desc.shape[2];
-  params.shape.in_width = input_desc.shape[3];
-  params.shape.out_height = grid_desc.shape[1];
-  params.shape.out_width = grid_desc.shape[2];
+  params.shape = gs::ShapeOf(input_desc, grid_desc);
   params.modes = gs::Modes(interpolationMode, paddingMode, alignCorners);
   params.want_input_grad = want_input_grad;
   params.want_grid_grad = want_grid_grad;
