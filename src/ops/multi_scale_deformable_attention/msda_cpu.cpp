@@ -1,0 +1,716 @@
+// NOTE [Multi-scale deformable attention on the CPU]
+//
+// Problem. value (bs, nk, nh, c) holds nl feature maps per image and head, flattened: level l is an H x W map
+// (spatialShape[l]) whose pixel (y, x) is key levelStartIndex[l] + y * W + x. Each query q of head h samples np
+// points per level at location (x, y) in [0, 1] (pixel coordinates x * W - 0.5, y * H - 0.5) by bilinear
+// interpolation and sums the samples weighted by attnWeight: out[b, q, h, :] = sum over l, p of
+// attn * bilinear(value[b, level l, h, :], point). The backward scatters attn * corner weight * gradOutput into
+// gradValue and reduces gradOutput . (corner rows) into gradAttnWeight and gradLocation.
+//
+// Memory safety. spatialShape and levelStartIndex are device data, read here (phase 2) and never trusted: a point
+// counts only if its pixel position is strictly inside (-1, W) x (-1, H) (a float comparison, so NaN fails; the
+// floor of such a position always fits in int64), and each of its 4 corners is read or written only if
+// 0 <= y < H, 0 <= x < W and 0 <= start + y * W + x < nk, the key computed exactly (a level whose whole map lies
+// in [0, nk) needs no per-corner key check; on others each key is checked in exact unsigned 64-bit arithmetic).
+// Other corners are zero padding; a point with no valid corner contributes nothing and gets zero gradients.
+//
+// Corners. A row is one (image, query, head) with its nl * np points. On the fast path (every map inside
+// [0, nk), nk < 2^31, H and W <= 2^24: then float(W) is exact and keys fit in int32) the corners of all the row's
+// points are computed in vectors (FastCorners): pixel position, inside test, floor, the 4 weights and their x/y
+// derivatives, and int32 keys, with -1 and zero weights for a corner outside the map. Otherwise (hostile sizes or
+// starts) GenericCorners does the same per point in scalar code with the exact key check. Corner k of point i is
+// stored at [k][i], so the later loops read them as arrays.
+//
+// Layout. Work is on fp32 rows of c channels, vectorised over channels (c is a multiple of 8: whole vectors of
+// the target, plus one 8-lane vector on 16-lane targets); a corner's weight is computed once and shared by all
+// channels. Forward: value is read in place when it is FLOAT with unit channel stride (else from an fp32 copy in
+// the workspace, layout (bs, nh, nk, c)); up to 4 vectors of sums stay in registers while the row's corners are
+// walked. Backward: value and the gradValue sums are always compact fp32 planes (bs, nh, nk, c) in the workspace:
+// its tasks walk one (image, head) plane, whose rows in the caller's layout would lie nh * c floats apart and
+// crowd into a fraction of the cache sets. The sums are converted once at the end (fp16/bf16 rounded once).
+// location, attnWeight, gradOutput and the small outputs are read and written through their strides in any float
+// dtype.
+//
+// Parallelism and determinism. Forward: tasks of kQueriesPerTask (image, query) pairs, all heads of a query
+// together, each writing its own output rows; a row sums its corners in a fixed order (corner k, then point).
+// Backward: one task per (image, head), a split fixed by the shape alone. The task zeroes its gradValue plane,
+// walks its queries in ascending order and each row's corners in the fixed order, scattering attn * weight *
+// gradOutput into the plane and taking one dot product gradOutput . value row per corner (one fixed lane
+// reduction); gradAttnWeight and gradLocation of a point combine its 4 dots. Every sum has one order whatever the
+// thread count or schedule: results are bit-identical run to run and for any number of threads (they may differ
+// in the last bits between SIMD targets). Backward parallelism is bs * nh tasks.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "multi_scale_deformable_attention/msda_params.h"
+#include "pacl/convert.h"
+#include "pacl/dtype.h"
+#include "pacl/parallel.h"
+#include "pacl/workspace_plan.h"
+
+// Definitions shared by the per-target code and the rest (this file is compiled once per SIMD target).
+#ifndef PACL_OPS_MSDA_CPU_SHARED_
+#define PACL_OPS_MSDA_CPU_SHARED_
+namespace pacl::msda {
+
+// A row's points (levels * points <= 256), padded to a multiple of kPointAlign (the widest vector).
+inline constexpr int64_t kMaxRowPoints = kMaxLevels * kMaxPoints;
+inline constexpr int64_t kPointAlign = 16;
+
+// Per point of a row (index level * points + point): its level's size and first key. The int32 fields are only
+// used on the fast path (every map inside [0, nk) with nk < 2^31 and H, W <= 2^24, so that float(W) is exact and
+// keys fit in int32). Padding lanes hold a 1 x 1 map.
+struct LevelLanes {
+  alignas(64) float width_f[kMaxRowPoints];
+  alignas(64) float height_f[kMaxRowPoints];
+  alignas(64) int32_t width_i[kMaxRowPoints];
+  alignas(64) int32_t height_i[kMaxRowPoints];
+  alignas(64) int32_t start_i[kMaxRowPoints];
+};
+
+}  // namespace pacl::msda
+#endif  // PACL_OPS_MSDA_CPU_SHARED_
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "multi_scale_deformable_attention/msda_cpu.cpp"
+// foreach_target.h must come first: it re-includes this file once per target.
+// clang-format off
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// clang-format on
+
+// Per-target loops. A row is one (image, query, head): its P = levels * points sample points, padded to
+// kPointAlign, and their 4 corners, corner k of point i stored at [k * stride + i] (stride = padded P).
+// key == -1 marks a corner that is neither read nor written (its weights are 0).
+HWY_BEFORE_NAMESPACE();
+namespace pacl::msda {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+// The tail of a channel row on targets with 16 lanes (c is a multiple of 8, not always of 16).
+using DF8 = hn::CappedTag<float, 8>;
+
+// Corners of the row's points on levels that passed the fast-path test (see LevelLanes): all arithmetic in
+// vectors, keys in int32. loc_x/loc_y hold the points' locations (NaN in the padding).
+// attn is zeroed for points outside their map.
+void FastCorners(const float* loc_x, const float* loc_y, float* attn, const LevelLanes& lanes, int64_t stride,
+                 int32_t* keys, float* weights, float* d_dx, float* d_dy) {
+  const DF df;
+  const DI di;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(df));
+  const auto one = hn::Set(df, 1.0f);
+  const auto minus_one = hn::Set(df, -1.0f);
+  const auto half = hn::Set(df, 0.5f);
+  const auto one_i = hn::Set(di, 1);
+  const auto minus_one_i = hn::Set(di, -1);
+  for (int64_t i = 0; i < stride; i += n) {
+    const auto width = hn::Load(df, lanes.width_f + i);
+    const auto height = hn::Load(df, lanes.height_f + i);
+    const auto width_i = hn::Load(di, lanes.width_i + i);
+    const auto height_i = hn::Load(di, lanes.height_i + i);
+    auto x = hn::MulSub(hn::Load(df, loc_x + i), width, half);
+    auto y = hn::MulSub(hn::Load(df, loc_y + i), height, half);
+    const auto inside =
+        hn::And(hn::And(hn::Gt(x, minus_one), hn::Lt(x, width)), hn::And(hn::Gt(y, minus_one), hn::Lt(y, height)));
+    // Outside points (NaN included) become (0, 0) before the conversion to int, then lose all their corners.
+    x = hn::IfThenElseZero(inside, x);
+    y = hn::IfThenElseZero(inside, y);
+    hn::Store(hn::IfThenElseZero(inside, hn::Load(df, attn + i)), df, attn + i);
+    const auto floor_x = hn::Floor(x);
+    const auto floor_y = hn::Floor(y);
+    const auto ax = hn::Sub(x, floor_x);
+    const auto ay = hn::Sub(y, floor_y);
+    const auto bx = hn::Sub(one, ax);
+    const auto by = hn::Sub(one, ay);
+    const auto x0 = hn::ConvertTo(di, floor_x);
+    const auto y0 = hn::ConvertTo(di, floor_y);
+    const auto inside_i = hn::RebindMask(di, inside);
+    const auto x0_ok = hn::Gt(x0, minus_one_i);
+    const auto x1_ok = hn::Lt(hn::Add(x0, one_i), width_i);
+    const auto y0_ok = hn::And(inside_i, hn::Gt(y0, minus_one_i));
+    const auto y1_ok = hn::And(inside_i, hn::Lt(hn::Add(y0, one_i), height_i));
+    const auto key00 = hn::Add(hn::Load(di, lanes.start_i + i), hn::Add(hn::Mul(y0, width_i), x0));
+    const auto key10 = hn::Add(key00, width_i);
+    struct Corner {
+      decltype(inside_i) ok;
+      decltype(key00) key;
+      decltype(ax) weight, grad_x, grad_y;
+    };
+    const Corner corners[4] = {
+        {hn::And(y0_ok, x0_ok), key00, hn::Mul(by, bx), hn::Neg(by), hn::Neg(bx)},
+        {hn::And(y0_ok, x1_ok), hn::Add(key00, one_i), hn::Mul(by, ax), by, hn::Neg(ax)},
+        {hn::And(y1_ok, x0_ok), key10, hn::Mul(ay, bx), hn::Neg(ay), bx},
+        {hn::And(y1_ok, x1_ok), hn::Add(key10, one_i), hn::Mul(ay, ax), ay, ax},
+    };
+    for (int k = 0; k < 4; ++k) {
+      const Corner& c = corners[k];
+      const auto ok = hn::RebindMask(df, c.ok);
+      const int64_t at = k * stride + i;
+      hn::Store(hn::IfThenElse(c.ok, c.key, minus_one_i), di, keys + at);
+      hn::Store(hn::IfThenElseZero(ok, c.weight), df, weights + at);
+      hn::Store(hn::IfThenElseZero(ok, c.grad_x), df, d_dx + at);
+      hn::Store(hn::IfThenElseZero(ok, c.grad_y), df, d_dy + at);
+    }
+  }
+}
+
+// Channels [first, first + kVectors * Lanes(d)) of WeightedRowSum, with the sums in registers: each corner's key,
+// weight and address are worked out once for all kVectors vectors.
+template <int kVectors, class D>
+void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
+                         const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  hn::Vec<D> sums[kVectors];
+  for (int v = 0; v < kVectors; ++v) sums[v] = hn::Zero(d);
+  for (int64_t k = 0; k < 4; ++k) {
+    for (int64_t i = 0; i < points; ++i) {
+      const int64_t key = keys[k * stride + i];
+      if (key < 0) continue;
+      const auto w = hn::Set(d, attn[i] * weights[k * stride + i]);
+      const float* row = rows + key * key_stride + first;
+      for (int v = 0; v < kVectors; ++v) sums[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), sums[v]);
+    }
+  }
+  for (int v = 0; v < kVectors; ++v) hn::StoreU(sums[v], d, out + first + v * lanes);
+}
+
+// out[ch] = sum over corners (k ascending, then points ascending) of attn[i] * weights[k][i] * value row.
+// rows + key * key_stride is the value row of a key.
+void WeightedRowSum(const float* rows, int64_t key_stride, const int64_t* keys, const float* weights, const float* attn,
+                    int64_t points, int64_t stride, int64_t channels, float* out) {
+  const DF d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t ch = 0;
+  for (; ch + 4 * lanes <= channels; ch += 4 * lanes) {
+    WeightedRowSumGroup<4>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+  }
+  switch ((channels - ch) / lanes) {
+    case 3:
+      WeightedRowSumGroup<3>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+      break;
+    case 2:
+      WeightedRowSumGroup<2>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+      break;
+    case 1:
+      WeightedRowSumGroup<1>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+      break;
+    default:
+      break;
+  }
+  ch += (channels - ch) / lanes * lanes;
+  if (ch < channels) {
+    // 8 channels left on a 16-lane target.
+    WeightedRowSumGroup<1>(DF8(), rows, key_stride, keys, weights, attn, points, stride, ch, out);
+  }
+}
+
+// For each corner (k ascending, then points ascending): dots[k][i] = grad . value row, and the gradValue row of the
+// key += attn[i] * weights[k][i] * grad. Corners with key -1 get dots 0 and touch nothing.
+void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+                    const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
+                    int64_t channels, const float* grad, float* dots) {
+  const DF d;
+  const DF8 d8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t full = channels / lanes * lanes;
+  for (int64_t k = 0; k < 4; ++k) {
+    for (int64_t i = 0; i < points; ++i) {
+      const int64_t at = k * stride + i;
+      const int64_t key = keys[at];
+      if (key < 0) {
+        dots[at] = 0.0f;
+        continue;
+      }
+      const float* row = rows + key * key_stride;
+      float* grad_row = grad_rows + key * grad_key_stride;
+      const float scale = attn[i] * weights[at];
+      auto dot = hn::Zero(d);
+      const auto w = hn::Set(d, scale);
+      for (int64_t ch = 0; ch < full; ch += lanes) {
+        const auto g = hn::LoadU(d, grad + ch);
+        dot = hn::MulAdd(g, hn::LoadU(d, row + ch), dot);
+        hn::StoreU(hn::MulAdd(w, g, hn::LoadU(d, grad_row + ch)), d, grad_row + ch);
+      }
+      float sum = hn::GetLane(hn::SumOfLanes(d, dot));
+      if (full < channels) {
+        auto dot8 = hn::Zero(d8);
+        const auto w8 = hn::Set(d8, scale);
+        for (int64_t ch = full; ch < channels; ch += static_cast<int64_t>(hn::Lanes(d8))) {
+          const auto g = hn::LoadU(d8, grad + ch);
+          dot8 = hn::MulAdd(g, hn::LoadU(d8, row + ch), dot8);
+          hn::StoreU(hn::MulAdd(w8, g, hn::LoadU(d8, grad_row + ch)), d8, grad_row + ch);
+        }
+        sum += hn::GetLane(hn::SumOfLanes(d8, dot8));
+      }
+      dots[at] = sum;
+    }
+  }
+}
+
+// Per point: attn_grad = sum over corners of weight * dot; x_grad = attn * W * sum of d_dx * dot; y likewise with H.
+// Points outside the map have all weights 0, so all three are 0 (attn is zeroed for them by the caller).
+void PointGradients(const float* weights, const float* d_dx, const float* d_dy, const float* dots, const float* attn,
+                    const LevelLanes& lanes, int64_t stride, float* attn_grad, float* x_grad, float* y_grad) {
+  const DF d;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t i = 0; i < stride; i += n) {
+    auto sum_w = hn::Zero(d);
+    auto sum_x = hn::Zero(d);
+    auto sum_y = hn::Zero(d);
+    for (int64_t k = 0; k < 4; ++k) {
+      const int64_t at = k * stride + i;
+      const auto dot = hn::Load(d, dots + at);
+      sum_w = hn::MulAdd(hn::Load(d, weights + at), dot, sum_w);
+      sum_x = hn::MulAdd(hn::Load(d, d_dx + at), dot, sum_x);
+      sum_y = hn::MulAdd(hn::Load(d, d_dy + at), dot, sum_y);
+    }
+    const auto a = hn::Load(d, attn + i);
+    hn::Store(sum_w, d, attn_grad + i);
+    hn::Store(hn::Mul(sum_x, hn::Mul(a, hn::Load(d, lanes.width_f + i))), d, x_grad + i);
+    hn::Store(hn::Mul(sum_y, hn::Mul(a, hn::Load(d, lanes.height_f + i))), d, y_grad + i);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pacl::msda
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace pacl::msda {
+
+HWY_EXPORT(FastCorners);
+HWY_EXPORT(WeightedRowSum);
+HWY_EXPORT(CornerBackward);
+HWY_EXPORT(PointGradients);
+
+namespace {
+
+constexpr int64_t kQueriesPerTask = 1024;
+constexpr int64_t kFastMaxMapSide = int64_t{1} << 24;
+
+// One element of a float tensor (FLOAT, FLOAT16 or BFLOAT16) by element index from its data pointer.
+float LoadFloat(const TensorDesc& t, int64_t element) {
+  const char* base = static_cast<const char*>(t.data);
+  if (t.dtype == ACL_FLOAT16 || t.dtype == ACL_BF16) {
+    uint16_t bits;
+    std::memcpy(&bits, base + element * 2, sizeof bits);
+    return t.dtype == ACL_FLOAT16 ? HalfToFloat(bits) : BFloat16ToFloat(bits);
+  }
+  float v;
+  std::memcpy(&v, base + element * 4, sizeof v);
+  return v;
+}
+
+void StoreFloat(const TensorDesc& t, int64_t element, float v) {
+  char* base = static_cast<char*>(t.data);
+  if (t.dtype == ACL_FLOAT16 || t.dtype == ACL_BF16) {
+    const uint16_t bits = t.dtype == ACL_FLOAT16 ? FloatToHalf(v) : FloatToBFloat16(v);
+    std::memcpy(base + element * 2, &bits, sizeof bits);
+    return;
+  }
+  std::memcpy(base + element * 4, &v, sizeof v);
+}
+
+int64_t LoadIndex(const TensorDesc& t, int64_t element) {
+  const char* base = static_cast<const char*>(t.data);
+  if (t.dtype == ACL_INT32) {
+    int32_t v;
+    std::memcpy(&v, base + element * 4, sizeof v);
+    return v;
+  }
+  int64_t v;
+  std::memcpy(&v, base + element * 8, sizeof v);
+  return v;
+}
+
+// One feature map as the caller described it (untrusted).
+struct Level {
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t start = 0;
+  bool map_in_keys = false;  // every pixel of the map is a key in [0, nk): corners need no key check
+};
+
+std::vector<Level> ReadLevels(const TensorDesc& spatial_shape, const TensorDesc& level_start_index, int64_t levels,
+                              int64_t keys) {
+  std::vector<Level> result(static_cast<size_t>(levels));
+  for (int64_t l = 0; l < levels; ++l) {
+    Level& level = result[static_cast<size_t>(l)];
+    const int64_t row = spatial_shape.offset + l * spatial_shape.strides[0];
+    level.height = LoadIndex(spatial_shape, row);
+    level.width = LoadIndex(spatial_shape, row + spatial_shape.strides[1]);
+    level.start = LoadIndex(level_start_index, level_start_index.offset + l * level_start_index.strides[0]);
+    int64_t area = 0;
+    level.map_in_keys = level.height > 0 && level.width > 0 &&
+                        !__builtin_mul_overflow(level.height, level.width, &area) && level.start >= 0 &&
+                        level.start <= keys && area <= keys - level.start;
+  }
+  return result;
+}
+
+bool FastPathApplies(const std::vector<Level>& levels, int64_t keys) {
+  if (keys > INT32_MAX) return false;
+  for (const Level& level : levels) {
+    if (!level.map_in_keys || level.height > kFastMaxMapSide || level.width > kFastMaxMapSide) return false;
+  }
+  return true;
+}
+
+LevelLanes MakeLevelLanes(const std::vector<Level>& levels, int64_t points) {
+  LevelLanes lanes;
+  const int64_t row_points = static_cast<int64_t>(levels.size()) * points;
+  for (int64_t i = 0; i < kMaxRowPoints; ++i) {
+    const Level padding{1, 1, 0, true};
+    const Level& level = i < row_points ? levels[static_cast<size_t>(i / points)] : padding;
+    lanes.width_f[i] = static_cast<float>(level.width);
+    lanes.height_f[i] = static_cast<float>(level.height);
+    // Only read on the fast path, where these fit.
+    lanes.width_i[i] = static_cast<int32_t>(std::min<int64_t>(level.width, INT32_MAX));
+    lanes.height_i[i] = static_cast<int32_t>(std::min<int64_t>(level.height, INT32_MAX));
+    lanes.start_i[i] = static_cast<int32_t>(std::clamp<int64_t>(level.start, 0, INT32_MAX));
+  }
+  return lanes;
+}
+
+// The key start + y * width + x (0 <= y, 0 <= x < width) computed exactly: true, with *key, when it lies in
+// [0, keys). A y * width + x beyond 2^64 - 1 exceeds any key whatever start (>= -2^63) is.
+bool ExactKey(int64_t start, int64_t y, int64_t width, int64_t x, int64_t keys, int64_t* key) {
+  uint64_t offset = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(y), static_cast<uint64_t>(width), &offset) ||
+      __builtin_add_overflow(offset, static_cast<uint64_t>(x), &offset)) {
+    return false;
+  }
+  if (start >= 0) {
+    if (start >= keys || offset >= static_cast<uint64_t>(keys - start)) return false;
+    *key = start + static_cast<int64_t>(offset);
+    return true;
+  }
+  const uint64_t minus_start = static_cast<uint64_t>(-(start + 1)) + 1;
+  if (offset < minus_start || offset - minus_start >= static_cast<uint64_t>(keys)) return false;
+  *key = static_cast<int64_t>(offset - minus_start);
+  return true;
+}
+
+// The sample points of one row (image, query, head) and their corners; see the layout above FastCorners.
+struct RowPoints {
+  int64_t count = 0;   // levels * points
+  int64_t stride = 0;  // count rounded up to kPointAlign
+  alignas(64) float loc_x[kMaxRowPoints];
+  alignas(64) float loc_y[kMaxRowPoints];
+  alignas(64) float attn[kMaxRowPoints];  // 0 for points outside their map
+  alignas(64) int32_t keys32[4 * kMaxRowPoints];
+  alignas(64) int64_t keys[4 * kMaxRowPoints];
+  alignas(64) float weights[4 * kMaxRowPoints];
+  alignas(64) float d_dx[4 * kMaxRowPoints];
+  alignas(64) float d_dy[4 * kMaxRowPoints];
+  alignas(64) float dots[4 * kMaxRowPoints];
+  alignas(64) float attn_grad[kMaxRowPoints];
+  alignas(64) float x_grad[kMaxRowPoints];
+  alignas(64) float y_grad[kMaxRowPoints];
+};
+
+// Element index of (b, q, h, l, p) in location (coordinate 0) / attnWeight / their gradients.
+int64_t PointElement(const TensorDesc& t, int64_t b, int64_t q, int64_t h, int64_t l, int64_t p) {
+  return t.offset + b * t.strides[0] + q * t.strides[1] + h * t.strides[2] + l * t.strides[3] + p * t.strides[4];
+}
+
+// The per-call facts the row functions share.
+struct Sampler {
+  const MsdaShape& shape;
+  const TensorDesc& location;
+  const TensorDesc& attn_weight;
+  std::vector<Level> levels;
+  bool fast = false;
+  LevelLanes lanes;
+};
+
+// Generic path (any spatialShape / levelStartIndex contents): point i's corners, scalar, 64-bit keys checked
+// exactly. Returns false when the point lies outside (-1, W) x (-1, H) (or is NaN).
+bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row) {
+  for (int64_t k = 0; k < 4; ++k) {
+    row->keys[k * row->stride + i] = -1;
+    row->weights[k * row->stride + i] = 0.0f;
+    row->d_dx[k * row->stride + i] = 0.0f;
+    row->d_dy[k * row->stride + i] = 0.0f;
+  }
+  const float width = static_cast<float>(level.width);
+  const float height = static_cast<float>(level.height);
+  const float x = row->loc_x[i] * width - 0.5f;
+  const float y = row->loc_y[i] * height - 0.5f;
+  if (!(x > -1.0f && x < width && y > -1.0f && y < height)) return false;
+  // x and y lie in (-1, 2^63): their floors convert exactly.
+  const float floor_x = std::floor(x);
+  const float floor_y = std::floor(y);
+  const int64_t x0 = static_cast<int64_t>(floor_x);
+  const int64_t y0 = static_cast<int64_t>(floor_y);
+  const float ax = x - floor_x;
+  const float ay = y - floor_y;
+  const float bx = 1.0f - ax;
+  const float by = 1.0f - ay;
+  struct Candidate {
+    int64_t y, x;
+    float weight, d_dx, d_dy;
+  };
+  const Candidate candidates[4] = {{y0, x0, by * bx, -by, -bx},
+                                   {y0, x0 + 1, by * ax, by, -ax},
+                                   {y0 + 1, x0, ay * bx, -ay, bx},
+                                   {y0 + 1, x0 + 1, ay * ax, ay, ax}};
+  for (int64_t k = 0; k < 4; ++k) {
+    const Candidate& c = candidates[k];
+    int64_t key = 0;
+    if (c.y < 0 || c.y >= level.height || c.x < 0 || c.x >= level.width ||
+        !ExactKey(level.start, c.y, level.width, c.x, keys, &key)) {
+      continue;
+    }
+    const int64_t at = k * row->stride + i;
+    row->keys[at] = key;
+    row->weights[at] = c.weight;
+    row->d_dx[at] = c.d_dx;
+    row->d_dy[at] = c.d_dy;
+  }
+  return true;
+}
+
+// Reads the row's locations and attention weights and finds every point's corners.
+void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoints* row) {
+  const MsdaShape& s = sampler.shape;
+  row->count = s.levels * s.points;
+  row->stride = (row->count + kPointAlign - 1) / kPointAlign * kPointAlign;
+  const int64_t coordinate_stride = sampler.location.strides[5];
+  int64_t i = 0;
+  for (int64_t l = 0; l < s.levels; ++l) {
+    for (int64_t p = 0; p < s.points; ++p, ++i) {
+      const int64_t loc = PointElement(sampler.location, b, q, h, l, p);
+      row->loc_x[i] = LoadFloat(sampler.location, loc);
+      row->loc_y[i] = LoadFloat(sampler.location, loc + coordinate_stride);
+      row->attn[i] = LoadFloat(sampler.attn_weight, PointElement(sampler.attn_weight, b, q, h, l, p));
+    }
+  }
+  for (; i < row->stride; ++i) {
+    row->loc_x[i] = std::numeric_limits<float>::quiet_NaN();
+    row->loc_y[i] = std::numeric_limits<float>::quiet_NaN();
+    row->attn[i] = 0.0f;
+  }
+  if (sampler.fast) {
+    HWY_DYNAMIC_DISPATCH(FastCorners)
+    (row->loc_x, row->loc_y, row->attn, sampler.lanes, row->stride, row->keys32, row->weights, row->d_dx, row->d_dy);
+    for (int64_t j = 0; j < 4 * row->stride; ++j) row->keys[j] = row->keys32[j];
+    return;
+  }
+  for (i = 0; i < row->stride; ++i) {
+    const Level& level = sampler.levels[static_cast<size_t>(std::min(i / s.points, s.levels - 1))];
+    if (!GenericCorners(level, s.keys, i, row)) row->attn[i] = 0.0f;
+  }
+}
+
+// Both kernels walk one head's queries, so their accesses to location, attnWeight (and gradOutput and the
+// gradients) jump over the other heads' data from query to query; the hardware prefetchers do not follow, so the
+// data kPrefetchQueries queries ahead is requested explicitly (measured ~35% faster backward).
+constexpr int64_t kPrefetchQueries = 8;
+
+template <bool kForWrite = false>
+void PrefetchElements(const TensorDesc& t, int64_t first_element, int64_t count) {
+  const char* begin = static_cast<const char*>(t.data) + first_element * static_cast<int64_t>(t.ElementSize());
+  const int64_t bytes = count * static_cast<int64_t>(t.ElementSize());
+  for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(begin + offset, kForWrite ? 1 : 0);
+}
+
+// The points of (b, q, h) in a location-shaped (rank 6) or attnWeight-shaped (rank 5) tensor, when they form one
+// contiguous block (other views are rare, and correct without prefetching).
+template <bool kForWrite = false>
+void PrefetchRowPoints(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
+  const int64_t per_point = t.rank == 6 ? 2 : 1;
+  if ((t.rank == 6 && t.strides[5] != 1) || t.strides[4] != per_point || t.strides[3] != s.points * per_point) return;
+  PrefetchElements<kForWrite>(t, PointElement(t, b, q, h, 0, 0), s.levels * s.points * per_point);
+}
+
+void PrefetchHeadRow(const HeadRows& rows, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
+  if (rows.channel_stride != 1) return;
+  PrefetchElements(rows.desc, rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride,
+                   s.channels);
+}
+
+// fp32 rows of c channels addressed by (image, key, head); strides in floats.
+template <class T>
+struct RowTable {
+  T* base = nullptr;
+  int64_t batch_stride = 0;
+  int64_t key_stride = 0;
+  int64_t head_stride = 0;
+  T* Row(int64_t b, int64_t key, int64_t h) const {
+    return base + b * batch_stride + key * key_stride + h * head_stride;
+  }
+};
+
+// The caller's FLOAT tensor (bs, nk, nh, c) with unit channel stride, in place.
+template <class T>
+RowTable<T> InPlaceRows(const TensorDesc& t) {
+  return {static_cast<T*>(t.data) + t.offset, t.strides[0], t.strides[1], t.strides[2]};
+}
+
+// An fp32 array (bs, nh, nk, c) in the workspace.
+template <class T>
+RowTable<T> WorkspaceRows(char* aligned_workspace, int64_t byte_offset, const MsdaShape& s) {
+  return {reinterpret_cast<T*>(aligned_workspace + byte_offset), s.heads * s.keys * s.channels, s.channels,
+          s.keys * s.channels};
+}
+
+int64_t ElementOf(const TensorDesc& t, int64_t b, int64_t key, int64_t h) {
+  return t.offset + b * t.strides[0] + key * t.strides[1] + h * t.strides[2];
+}
+
+// value as fp32 rows: in place, or converted into the workspace copy (in parallel over (image, key)).
+RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, char* workspace, int64_t copy_offset) {
+  if (copy_offset < 0) return InPlaceRows<const float>(value);
+  const RowTable<float> copy = WorkspaceRows<float>(workspace, copy_offset, s);
+  ParallelFor(s.batch * s.keys, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t bk = begin; bk < end; ++bk) {
+      const int64_t b = bk / s.keys;
+      const int64_t key = bk % s.keys;
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const char* src = static_cast<const char*>(value.data) +
+                          ElementOf(value, b, key, h) * static_cast<int64_t>(value.ElementSize());
+        LoadAsFloat(value.dtype, src, value.strides[3], copy.Row(b, key, h), s.channels);
+      }
+    }
+  });
+  return {copy.base, copy.batch_stride, copy.key_stride, copy.head_stride};
+}
+
+// Address of row (b, q, h) of output / gradOutput.
+char* HeadRowAddress(const HeadRows& rows, int64_t b, int64_t q, int64_t h) {
+  const int64_t element = rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride;
+  return static_cast<char*>(rows.desc.data) + element * static_cast<int64_t>(rows.desc.ElementSize());
+}
+
+Sampler MakeSampler(const MsdaShape& shape, const TensorDesc& location, const TensorDesc& attn_weight,
+                    const TensorDesc& spatial_shape, const TensorDesc& level_start_index) {
+  std::vector<Level> levels = ReadLevels(spatial_shape, level_start_index, shape.levels, shape.keys);
+  const bool fast = FastPathApplies(levels, shape.keys);
+  const LevelLanes lanes = MakeLevelLanes(levels, shape.points);
+  return Sampler{shape, location, attn_weight, std::move(levels), fast, lanes};
+}
+
+}  // namespace
+
+aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
+  const MsdaShape& s = params.shape;
+  if (s.batch == 0 || s.queries == 0) return ACLNN_SUCCESS;
+  char* aligned = AlignedWorkspace(workspace);
+  const Sampler sampler =
+      MakeSampler(s, params.location, params.attn_weight, params.spatial_shape, params.level_start_index);
+  const RowTable<const float> value = ValueRows(params.value, s, aligned, params.workspace.value_copy);
+  const HeadRows& out = params.output;
+  const bool out_in_place = out.desc.dtype == ACL_FLOAT && out.channel_stride == 1;
+
+  // Tasks are runs of kQueriesPerTask (image, query) rows, all heads of a query together: a key's heads share
+  // cache lines' neighbours, which measured faster than walking one head's queries at a time.
+  const int64_t runs_per_head = (s.queries + kQueriesPerTask - 1) / kQueriesPerTask;
+  ParallelFor(s.batch * s.heads * runs_per_head, 1, [&](int64_t begin, int64_t end) {
+    const auto row = std::make_unique<RowPoints>();
+    alignas(64) float out_row[kMaxChannels];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / (s.heads * runs_per_head);
+      const int64_t h = task / runs_per_head % s.heads;
+      const int64_t first_query = task % runs_per_head * kQueriesPerTask;
+      const int64_t last_query = std::min(first_query + kQueriesPerTask, s.queries);
+      for (int64_t q = first_query; q < last_query; ++q) {
+        if (q + kPrefetchQueries < last_query) {
+          PrefetchRowPoints(params.location, s, b, q + kPrefetchQueries, h);
+          PrefetchRowPoints(params.attn_weight, s, b, q + kPrefetchQueries, h);
+        }
+        SampleRow(sampler, b, q, h, row.get());
+        char* dst = HeadRowAddress(out, b, q, h);
+        float* sums = out_in_place ? reinterpret_cast<float*>(dst) : out_row;
+        HWY_DYNAMIC_DISPATCH(WeightedRowSum)
+        (value.Row(b, 0, h), value.key_stride, row->keys, row->weights, row->attn, row->count, row->stride, s.channels,
+         sums);
+        if (!out_in_place) StoreFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels);
+      }
+    }
+  });
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
+  const MsdaShape& s = params.shape;
+  if (s.batch == 0) return ACLNN_SUCCESS;
+  char* aligned = AlignedWorkspace(workspace);
+  const Sampler sampler =
+      MakeSampler(s, params.location, params.attn_weight, params.spatial_shape, params.level_start_index);
+  // value and the gradValue sums are compact fp32 planes (bs, nh, nk, c) in the workspace (absent when empty).
+  const RowTable<const float> value = params.workspace.value_copy >= 0
+                                          ? ValueRows(params.value, s, aligned, params.workspace.value_copy)
+                                          : RowTable<const float>{};
+  const bool has_sums = params.workspace.grad_value_sums >= 0;
+  const RowTable<float> sums =
+      has_sums ? WorkspaceRows<float>(aligned, params.workspace.grad_value_sums, s) : RowTable<float>{};
+  const HeadRows& dy = params.grad_output;
+  const bool dy_in_place = dy.desc.dtype == ACL_FLOAT && dy.channel_stride == 1;
+  const size_t row_bytes = static_cast<size_t>(s.channels) * sizeof(float);
+
+  ParallelFor(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
+    const auto row = std::make_unique<RowPoints>();
+    alignas(64) float grad_row[kMaxChannels];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / s.heads;
+      const int64_t h = task % s.heads;
+      if (has_sums) std::memset(sums.Row(b, 0, h), 0, static_cast<size_t>(s.keys) * row_bytes);
+      for (int64_t q = 0; q < s.queries; ++q) {
+        if (q + kPrefetchQueries < s.queries) {
+          const int64_t ahead = q + kPrefetchQueries;
+          PrefetchRowPoints(params.location, s, b, ahead, h);
+          PrefetchRowPoints(params.attn_weight, s, b, ahead, h);
+          PrefetchHeadRow(dy, s, b, ahead, h);
+          PrefetchRowPoints<true>(params.grad_location, s, b, ahead, h);
+          PrefetchRowPoints<true>(params.grad_attn_weight, s, b, ahead, h);
+        }
+        const char* dy_row = HeadRowAddress(dy, b, q, h);
+        const float* g = reinterpret_cast<const float*>(dy_row);
+        if (!dy_in_place) {
+          LoadAsFloat(dy.desc.dtype, dy_row, dy.channel_stride, grad_row, s.channels);
+          g = grad_row;
+        }
+        SampleRow(sampler, b, q, h, row.get());
+        HWY_DYNAMIC_DISPATCH(CornerBackward)
+        (value.Row(b, 0, h), value.key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys, row->weights, row->attn,
+         row->count, row->stride, s.channels, g, row->dots);
+        HWY_DYNAMIC_DISPATCH(PointGradients)
+        (row->weights, row->d_dx, row->d_dy, row->dots, row->attn, sampler.lanes, row->stride, row->attn_grad,
+         row->x_grad, row->y_grad);
+        const int64_t coordinate_stride = params.grad_location.strides[5];
+        int64_t i = 0;
+        for (int64_t l = 0; l < s.levels; ++l) {
+          for (int64_t p = 0; p < s.points; ++p, ++i) {
+            StoreFloat(params.grad_attn_weight, PointElement(params.grad_attn_weight, b, q, h, l, p),
+                       row->attn_grad[i]);
+            const int64_t loc = PointElement(params.grad_location, b, q, h, l, p);
+            StoreFloat(params.grad_location, loc, row->x_grad[i]);
+            StoreFloat(params.grad_location, loc + coordinate_stride, row->y_grad[i]);
+          }
+        }
+      }
+      if (has_sums) {
+        const TensorDesc& out = params.grad_value;
+        const int64_t element_size = static_cast<int64_t>(out.ElementSize());
+        for (int64_t key = 0; key < s.keys; ++key) {
+          StoreFromFloat(sums.Row(b, key, h), out.dtype,
+                         static_cast<char*>(out.data) + ElementOf(out, b, key, h) * element_size, out.strides[3],
+                         s.channels);
+        }
+      }
+    }
+  });
+  return ACLNN_SUCCESS;
+}
+
+}  // namespace pacl::msda
+#endif  // HWY_ONCE
