@@ -83,6 +83,7 @@ std::string RecentErrorMessage();
 // Operator case tables, one function per operator file; main calls each.
 void RegisterScaledMaskedSoftmaxBenchmarks();
 void RegisterGridSampler2DBenchmarks();
+void RegisterMultiScaleDeformableAttentionBenchmarks();
 
 }  // namespace bench
 

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
 
   bench::RegisterScaledMaskedSoftmaxBenchmarks();
   bench::RegisterGridSampler2DBenchmarks();
+  bench::RegisterMultiScaleDeformableAttentionBenchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 

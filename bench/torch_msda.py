@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+"""PyTorch's side of the MultiScaleDeformableAttention speed comparison.
+
+Times the pure-PyTorch composite formulation of multi-scale deformable attention (per level: the value as
+(bs * nh, c, H, W) maps, grid_sample with bilinear interpolation, zeros padding and align_corners=False at
+2 * location - 1; then the attention-weighted sum over levels and points) and its autograd backward (gradients of
+value, location and attention weights) on the cases of bench/msda_bench.cpp, under the same names, with the same
+kinds of data (the same distributions; another generator, which does not change the work done) and the same byte
+count. The backward is timed alone: torch.autograd.grad on a graph built (and kept) once, so PyTorch's time does
+not include its forward. Run it with Debian's python3-torch: /usr/bin/python3 bench/torch_msda.py.
+
+  torch_msda.py [--threads N] [--filter REGEX] [--repetitions R] [--min-time S] [--aclnn-json FILE]
+
+Without --aclnn-json it prints PyTorch's times (median of the repetitions, each the mean over as many calls as
+fill --min-time seconds), as aclnn_bench prints ours. With --aclnn-json (aclnn_bench's --benchmark_out file,
+--benchmark_format json; with --benchmark_repetitions its medians are used) it prints both and the speed-up,
+PyTorch's time divided by ours. scripts/compare_msda_torch.sh runs the two.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+
+# The case table of bench/msda_bench.cpp (keep the two in step): (direction, dtype, shape label), and the shapes:
+# (bs, nq, nh, c, np, ((H, W) per level)). "encoder_pixels": queries are the keys' pixels (see reference_points).
+LEVELS = ((100, 150), (50, 75), (25, 38), (13, 19))
+SHAPES = {
+    "encoder": (2, 19947, 8, 32, 4, LEVELS),
+    "encoder_pixels": (2, 19947, 8, 32, 4, LEVELS),
+    "decoder": (2, 300, 8, 32, 4, LEVELS),
+}
+OFFSET_HALF_WIDTH = 0.05  # location = reference point + offset uniform in [-0.05, 0.05)
+LOGIT_HALF_WIDTH = 2.0  # attention weights: softmax over (level, point) of logits uniform in [-2, 2)
+
+
+def cases():
+    table = []
+    for direction in ("backward", "forward"):
+        for label in ("encoder", "encoder_pixels", "decoder"):
+            for dtype in ("FLOAT", "FLOAT16", "BFLOAT16"):
+                table.append((direction, dtype, label))
+    return table
+
+
+def case_name(case):
+    direction, dtype, label = case
+    return "%s/%s/%s" % ("MsdaBackward" if direction == "backward" else "MsdaForward", dtype, label)
+
+
+def case_bytes(case):
+    """As msda_bench.cpp counts: each float tensor read or written once (the index tensors left out)."""
+    direction, dtype, label = case
+    bs, nq, nh, c, np_, levels = SHAPES[label]
+    size = 4 if dtype == "FLOAT" else 2
+    nk = sum(h * w for h, w in levels)
+    value = bs * nk * nh * c * size
+    location = bs * nq * nh * len(levels) * np_ * 2 * size
+    weight = bs * nq * nh * len(levels) * np_ * size
+    output = bs * nq * nh * c * size
+    if direction == "forward":
+        return value + location + weight + output
+    return 2 * value + 2 * location + 2 * weight + output
+
+
+def deformable_attention(torch, value, levels, location, weight):
+    """The composite formulation. value (bs, nk, nh, c); location (bs, nq, nh, nl, np, 2) as (x, y) in [0, 1];
+    weight (bs, nq, nh, nl, np). Returns (bs, nq, nh * c)."""
+    functional = torch.nn.functional
+    bs, _, nh, c = value.shape
+    _, nq, _, nl, np_, _ = location.shape
+    per_level = value.split([h * w for h, w in levels], dim=1)
+    grid = 2.0 * location - 1.0  # grid_sample's [-1, 1] coordinates; align_corners=False: x_pix = loc_x * W - 0.5
+    samples = []
+    for l, (h, w) in enumerate(levels):
+        # (bs, h*w, nh, c) -> (bs * nh, c, h, w)
+        maps = per_level[l].permute(0, 2, 3, 1).reshape(bs * nh, c, h, w)
+        # (bs, nq, nh, np, 2) -> (bs * nh, nq, np, 2)
+        level_grid = grid[:, :, :, l].transpose(1, 2).reshape(bs * nh, nq, np_, 2)
+        samples.append(functional.grid_sample(maps, level_grid, mode="bilinear", padding_mode="zeros",
+                                              align_corners=False))  # (bs * nh, c, nq, np)
+    stacked = torch.stack(samples, dim=3).reshape(bs * nh, c, nq, nl * np_)
+    weights = weight.transpose(1, 2).reshape(bs * nh, 1, nq, nl * np_)
+    output = (stacked * weights).sum(dim=-1)  # (bs * nh, c, nq)
+    return output.reshape(bs, nh * c, nq).transpose(1, 2).contiguous()
+
+
+def reference_points(torch, label, rand):
+    """(bs, nq, 1, 1, 1, 2) as (x, y): uniform in [0, 1), or for "encoder_pixels" the centre of each query's own
+    pixel, queries in key order (level by level, row by row), as in Deformable-DETR's encoder."""
+    bs, nq, _, _, _, levels = SHAPES[label]
+    if label != "encoder_pixels":
+        return rand(bs, nq, 1, 1, 1, 2)
+    centres = []
+    for h, w in levels:
+        y, x = torch.meshgrid((torch.arange(h, dtype=torch.float32) + 0.5) / h,
+                              (torch.arange(w, dtype=torch.float32) + 0.5) / w, indexing="ij")
+        centres.append(torch.stack((x, y), dim=-1).reshape(h * w, 2))
+    points = torch.cat(centres)
+    assert points.shape[0] == nq, "encoder_pixels needs nq == nk"
+    return points.reshape(1, nq, 1, 1, 1, 2).expand(bs, nq, 1, 1, 1, 2)
+
+
+def make_inputs(torch, label, dtype):
+    bs, nq, nh, c, np_, levels = SHAPES[label]
+    nl, nk = len(levels), sum(h * w for h, w in levels)
+    generator = torch.Generator().manual_seed(1)
+    rand = lambda *size: torch.rand(size, dtype=torch.float32, generator=generator)
+    value = rand(bs, nk, nh, c) * 2.0 - 1.0
+    reference = reference_points(torch, label, rand)
+    location = reference + (rand(bs, nq, nh, nl, np_, 2) * 2.0 - 1.0) * OFFSET_HALF_WIDTH
+    logits = (rand(bs, nq, nh, nl * np_) * 2.0 - 1.0) * LOGIT_HALF_WIDTH
+    weight = torch.softmax(logits, dim=-1).reshape(bs, nq, nh, nl, np_)
+    grad_output = rand(bs, nq, nh * c) * 2.0 - 1.0
+    to = lambda t: t.to(dtype).contiguous()
+    return to(value), levels, to(location), to(weight), to(grad_output)
+
+
+def make_call(torch, case):
+    """Returns a function running one call of the case, or None if PyTorch has no CPU kernel for it."""
+    direction, dtype, label = case
+    torch_dtype = {"FLOAT": torch.float32, "FLOAT16": torch.float16, "BFLOAT16": torch.bfloat16}[dtype]
+    value, levels, location, weight, grad_output = make_inputs(torch, label, torch_dtype)
+    try:  # torch 1.13 has no CPU grid_sampler_2d for Half or BFloat16
+        with torch.inference_mode():
+            deformable_attention(torch, value[:, :1], ((1, 1),), location[:, :1, :, :1], weight[:, :1, :, :1])
+    except RuntimeError:
+        return None
+    if direction == "forward":
+        def forward():
+            with torch.inference_mode():
+                return deformable_attention(torch, value, levels, location, weight)
+        return forward
+    inputs = [t.requires_grad_() for t in (value, location, weight)]
+    output = deformable_attention(torch, inputs[0], levels, inputs[1], inputs[2])
+    return lambda: torch.autograd.grad(output, inputs, grad_output, retain_graph=True)
+
+
+def time_call(call, repetitions, min_time):
+    """Median over the repetitions of the mean seconds per call (each repetition runs >= min_time seconds)."""
+    call()  # warm-up: first-touch of PyTorch's output allocations, thread pool start
+    means = []
+    for _ in range(repetitions):
+        calls, start = 0, time.perf_counter()
+        while True:
+            call()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_time:
+                break
+        means.append(elapsed / calls)
+    return statistics.median(means)
+
+
+def read_aclnn_json(path):
+    """{case name: (milliseconds, GB/s, triad%)} from aclnn_bench's JSON output; medians when it has them."""
+    with open(path) as f:
+        report = json.load(f)
+    scale_to_ms = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+    iterations, medians = {}, {}
+    for entry in report.get("benchmarks", []):
+        if entry.get("error_occurred"):
+            continue
+        name = entry.get("run_name", entry["name"])
+        name = re.sub(r"/manual_time$", "", name)
+        figures = (entry["real_time"] * scale_to_ms[entry.get("time_unit", "ns")], entry.get("GB/s"),
+                   entry.get("triad%"))
+        if entry.get("run_type") == "aggregate":
+            if entry.get("aggregate_name") == "median":
+                medians[name] = figures
+        else:
+            iterations.setdefault(name, []).append(figures)
+    result = {}
+    for name, runs in iterations.items():
+        result[name] = tuple(statistics.median(r[i] for r in runs if r[i] is not None)
+                             if any(r[i] is not None for r in runs) else None for i in range(3))
+    result.update(medians)
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    default_threads = os.environ.get("ACLNN_NUM_THREADS", "2")
+    parser.add_argument("--threads", type=int, default=int(default_threads) if default_threads.isdigit() else 2,
+                        help="torch.set_num_threads (default: ACLNN_NUM_THREADS, else 2)")
+    parser.add_argument("--filter", default="", help="regular expression: only the cases whose name matches")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--min-time", type=float, default=0.5, help="seconds per repetition")
+    parser.add_argument("--aclnn-json", help="aclnn_bench --benchmark_out file to compare with")
+    args = parser.parse_args()
+
+    try:
+        import torch
+    except ImportError as error:
+        print("torch_msda.py: cannot import torch (%s); on Debian 12: apt-get install python3-torch "
+              "and run this with /usr/bin/python3" % error, file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    ours = read_aclnn_json(args.aclnn_json) if args.aclnn_json else None
+
+    print("PyTorch %s, %d threads (torch.get_num_threads() = %d), median of %d repetitions of >= %.2f s"
+          % (torch.__version__, args.threads, torch.get_num_threads(), args.repetitions, args.min_time))
+    selected = [c for c in cases() if re.search(args.filter, case_name(c))]
+    width = max([len(case_name(c)) for c in selected] + [4])
+    if ours is None:
+        print("%-*s %12s %10s" % (width, "case", "torch_ms", "GB/s"))
+    else:
+        print("%-*s %12s %12s %9s %10s %8s" % (width, "case", "aclnn_ms", "torch_ms", "speed-up", "aclnn_GB/s",
+                                                "triad%"))
+    for case in selected:
+        name = case_name(case)
+        call = make_call(torch, case)
+        seconds = time_call(call, args.repetitions, args.min_time) if call is not None else None
+        del call  # frees the case's tensors and graph before the next case
+        torch_ms = "%12.3f" % (seconds * 1e3) if seconds is not None else "%12s" % "n/a"
+        if ours is None:
+            gbps = "%10.2f" % (case_bytes(case) / seconds / 1e9) if seconds is not None else "%10s" % "n/a"
+            print("%-*s %s %s" % (width, name, torch_ms, gbps))
+            sys.stdout.flush()
+            continue
+        mine = ours.get(name)
+        if mine is None:
+            print("%-*s %12s %s %9s" % (width, name, "missing", torch_ms, ""))
+            continue
+        ms, gbps, triad = mine
+        speedup = "%8.2fx" % (seconds * 1e3 / ms) if seconds is not None else "%9s" % "n/a"
+        print("%-*s %12.3f %s %s %10s %8s" % (width, name, ms, torch_ms, speedup,
+                                               "%.2f" % gbps if gbps is not None else "n/a",
+                                               "%.1f" % triad if triad is not None else "n/a"))
+        sys.stdout.flush()
+    if ours is not None:
+        print("speed-up: PyTorch's time / aclnn's time (above 1: aclnn is faster); n/a: PyTorch has no CPU "
+              "kernel for the dtype. PyTorch's backward is autograd alone (its forward's graph is kept).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
