@@ -18,10 +18,13 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler2d.h"
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
+#include "aclnnop/aclnn_multi_scale_deformable_attention_grad.h"
+#include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "reference/float_formats.h"
 #include "reference/grid_sampler2d_reference.h"
+#include "reference/msda_reference.h"
 #include "reference/scaled_masked_softmax_reference.h"
 
 namespace {
@@ -30,6 +33,7 @@ const int kTimedRuns = 3;  // the time shown is the best of these
 
 struct Row {
   std::string op;
+  std::string output;  // which of the operator's outputs the row checks, when it has several
   aclDataType dtype = ACL_FLOAT;
   std::string shape;
   double max_abs_error = NAN;
@@ -433,6 +437,153 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
   rows->push_back(backward);
 }
 
+// MultiScaleDeformableAttention forward and backward, one dtype, on Deformable-DETR's decoder cross-attention:
+// 2 images, 300 object queries, 8 heads of 32 channels, 4 points on each of 4 levels of (H, W) = (100, 150),
+// (50, 75), (25, 38), (13, 19) (19947 keys); INT64 spatialShape and levelStartIndex, as PyTorch models pass them.
+// Locations are a reference point per query, uniform in [0, 1)^2, plus small offsets (+-0.05) per (head, level,
+// point); attention weights a softmax over each query and head's 16 (level, point) pairs.
+//
+// The locations are multiples of 2^-16: then the pixel coordinate loc * W - 0.5 (W, H < 256) is exact in fp32 and
+// the operator and the float64 reference pick the same bilinear cell. (gradLocation jumps where a coordinate crosses
+// an integer, so a coordinate rounded across one would be a legitimate difference of O(1), not an error.) In
+// FLOAT16 and BFLOAT16 the rounded locations are such multiples anyway.
+void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std::vector<Row>* rows) {
+  const std::vector<int64_t> heights = {100, 50, 25, 13}, widths = {150, 75, 38, 19};
+  ref::MsdaShape s{2, 0, 8, 32, static_cast<int64_t>(heights.size()), 300, 4};
+  std::vector<int64_t> spatial_shape, level_start;
+  for (size_t l = 0; l < heights.size(); ++l) {
+    spatial_shape.push_back(heights[l]);
+    spatial_shape.push_back(widths[l]);
+    level_start.push_back(s.nk);
+    s.nk += heights[l] * widths[l];
+  }
+  const std::vector<int64_t> value_shape = {s.bs, s.nk, s.nh, s.c};
+  const std::vector<int64_t> location_shape = {s.bs, s.nq, s.nh, s.nl, s.np, 2};
+  const std::vector<int64_t> attn_shape = {s.bs, s.nq, s.nh, s.nl, s.np};
+  const std::vector<int64_t> output_shape = {s.bs, s.nq, s.nh * s.c};
+
+  Row forward;
+  forward.op = "MultiScaleDeformableAttnFunction";
+  forward.dtype = dtype;
+  forward.shape = ShapeString(output_shape);
+  Row grad_value_row = forward;
+  grad_value_row.op = "MultiScaleDeformableAttentionGrad";
+  grad_value_row.output = "gradValue";
+  grad_value_row.shape = ShapeString(value_shape);
+  Row grad_location_row = grad_value_row;
+  grad_location_row.output = "gradLocation";
+  grad_location_row.shape = ShapeString(location_shape);
+  Row grad_attn_row = grad_value_row;
+  grad_attn_row.output = "gradAttnWeight";
+  grad_attn_row.shape = ShapeString(attn_shape);
+
+  std::vector<double> value = RandomValues(ElementCount(value_shape), -1.0, 1.0, 6);
+  std::vector<double> grad_output = RandomValues(ElementCount(output_shape), -1.0, 1.0, 7);
+  const std::vector<double> reference_points = RandomValues(s.bs * s.nq * 2, 0.0, 1.0, 8);
+  std::vector<double> location = RandomValues(ElementCount(location_shape), -0.05, 0.05, 9);
+  const int64_t coordinates_per_query = s.nh * s.nl * s.np * 2;
+  for (size_t i = 0; i < location.size(); ++i) {
+    const size_t query = i / static_cast<size_t>(coordinates_per_query);
+    location[i] = std::round((location[i] + reference_points[2 * query + i % 2]) * 65536.0) / 65536.0;
+  }
+  std::vector<double> attn = RandomValues(ElementCount(attn_shape), -2.0, 2.0, 10);  // logits, then a softmax
+  const size_t group = static_cast<size_t>(s.nl * s.np);
+  for (size_t begin = 0; begin < attn.size(); begin += group) {
+    double sum = 0;
+    for (size_t k = begin; k < begin + group; ++k) {
+      attn[k] = std::exp(attn[k]);
+      sum += attn[k];
+    }
+    for (size_t k = begin; k < begin + group; ++k) attn[k] /= sum;
+  }
+  RoundTo(dtype, &value);
+  RoundTo(dtype, &grad_output);
+  RoundTo(dtype, &location);
+  RoundTo(dtype, &attn);
+
+  auto index_bytes = [](const std::vector<int64_t>& values) {
+    std::vector<unsigned char> bytes(values.size() * sizeof(int64_t));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  };
+  DeviceTensor value_dev, spatial_shape_dev, level_start_dev, location_dev, attn_dev, output_dev, grad_output_dev,
+      grad_value_dev, grad_location_dev, grad_attn_dev;
+  std::string error = value_dev.Create(value_shape, dtype, Encode(value, dtype));
+  if (error.empty()) error = spatial_shape_dev.Create({s.nl, 2}, ACL_INT64, index_bytes(spatial_shape));
+  if (error.empty()) error = level_start_dev.Create({s.nl}, ACL_INT64, index_bytes(level_start));
+  if (error.empty()) error = location_dev.Create(location_shape, dtype, Encode(location, dtype));
+  if (error.empty()) error = attn_dev.Create(attn_shape, dtype, Encode(attn, dtype));
+  if (error.empty()) error = output_dev.Create(output_shape, dtype, {});
+  if (error.empty()) error = grad_output_dev.Create(output_shape, dtype, Encode(grad_output, dtype));
+  if (error.empty()) error = grad_value_dev.Create(value_shape, dtype, {});
+  if (error.empty()) error = grad_location_dev.Create(location_shape, dtype, {});
+  if (error.empty()) error = grad_attn_dev.Create(attn_shape, dtype, {});
+  const double input_bytes = static_cast<double>(value_dev.bytes() + location_dev.bytes() + attn_dev.bytes());
+
+  // Forward.
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  if (error.empty()) {
+    aclnnStatus status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
+        value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
+        attn_dev.tensor(), output_dev.tensor(), &workspace_size, &executor);
+    error = status == ACLNN_SUCCESS ? RunTimed(stream, workspace_size, executor,
+                                               aclnnMultiScaleDeformableAttnFunction, &forward.milliseconds)
+                                    : Failure("aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize", status);
+  }
+  std::vector<unsigned char> output_bytes;
+  if (error.empty()) error = output_dev.CopyOut(&output_bytes);
+  if (error.empty()) {
+    std::vector<double> expected(static_cast<size_t>(ElementCount(output_shape)));
+    ref::MsdaForward(value.data(), spatial_shape.data(), level_start.data(), location.data(), attn.data(), s,
+                     expected.data());
+    Check(Decode(output_bytes, dtype), expected, &forward);
+    forward.gbps = (input_bytes + static_cast<double>(output_dev.bytes())) / (forward.milliseconds * 1e-3) / 1e9;
+  } else {
+    forward.error = error;
+  }
+  rows->push_back(forward);
+
+  // Backward: one call, three outputs, each checked against its own largest value.
+  double backward_milliseconds = NAN;
+  if (error.empty()) {
+    aclnnStatus status = aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
+        value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
+        attn_dev.tensor(), grad_output_dev.tensor(), grad_value_dev.tensor(), grad_location_dev.tensor(),
+        grad_attn_dev.tensor(), &workspace_size, &executor);
+    error = status == ACLNN_SUCCESS ? RunTimed(stream, workspace_size, executor,
+                                               aclnnMultiScaleDeformableAttentionGrad, &backward_milliseconds)
+                                    : Failure("aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize", status);
+  }
+  std::vector<unsigned char> grad_value_bytes, grad_location_bytes, grad_attn_bytes;
+  if (error.empty()) error = grad_value_dev.CopyOut(&grad_value_bytes);
+  if (error.empty()) error = grad_location_dev.CopyOut(&grad_location_bytes);
+  if (error.empty()) error = grad_attn_dev.CopyOut(&grad_attn_bytes);
+  if (!error.empty()) {
+    for (Row* row : {&grad_value_row, &grad_location_row, &grad_attn_row}) {
+      row->error = error;
+      rows->push_back(*row);
+    }
+    return;
+  }
+  std::vector<double> expected_grad_value(value.size()), expected_grad_location(location.size()),
+      expected_grad_attn(attn.size());
+  ref::MsdaBackward(value.data(), spatial_shape.data(), level_start.data(), location.data(), attn.data(),
+                    grad_output.data(), s, expected_grad_value.data(), expected_grad_location.data(),
+                    expected_grad_attn.data());
+  Check(Decode(grad_value_bytes, dtype), expected_grad_value, &grad_value_row);
+  Check(Decode(grad_location_bytes, dtype), expected_grad_location, &grad_location_row);
+  Check(Decode(grad_attn_bytes, dtype), expected_grad_attn, &grad_attn_row);
+  const double backward_gbps = (input_bytes + static_cast<double>(grad_output_dev.bytes() + grad_value_dev.bytes() +
+                                                                   grad_location_dev.bytes() + grad_attn_dev.bytes())) /
+                               (backward_milliseconds * 1e-3) / 1e9;
+  for (Row* row : {&grad_value_row, &grad_location_row, &grad_attn_row}) {
+    row->milliseconds = backward_milliseconds;
+    row->gbps = backward_gbps;
+    rows->push_back(*row);
+  }
+}
+
 bool Ok(aclError status, const char* call) {
   if (status == ACL_SUCCESS) return true;
   std::fprintf(stderr, "%s failed with %d: %s\n", call, status, RecentErrorMessage().c_str());
@@ -456,20 +607,28 @@ int main() {
   std::vector<Row> rows;
   for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunScaledMaskedSoftmax(stream, dtype, &rows);
   for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE}) RunGridSampler2D(stream, dtype, &rows);
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunMultiScaleDeformableAttention(stream, dtype, &rows);
 
-  std::printf("%-28s %-9s %-14s %13s %11s %-6s %9s %8s\n", "operator", "dtype", "shape", "max abs error",
-              "tolerance", "check", "time ms", "GB/s");
+  // A row that checks one of several outputs is labelled "operator:output".
+  auto label = [](const Row& row) { return row.output.empty() ? row.op : row.op + ":" + row.output; };
+  int op_width = 8, shape_width = 5;
+  for (const Row& row : rows) {
+    op_width = std::max(op_width, static_cast<int>(label(row).size()));
+    shape_width = std::max(shape_width, static_cast<int>(row.shape.size()));
+  }
+  std::printf("%-*s %-9s %-*s %13s %11s %-6s %9s %8s\n", op_width, "operator", "dtype", shape_width, "shape",
+              "max abs error", "tolerance", "check", "time ms", "GB/s");
   bool all_pass = true;
   for (const Row& row : rows) {
     if (!row.error.empty()) {
-      std::printf("%-28s %-9s %-14s FAILED: %s\n", row.op.c_str(), DTypeName(row.dtype), row.shape.c_str(),
-                  row.error.c_str());
+      std::printf("%-*s %-9s %-*s FAILED: %s\n", op_width, label(row).c_str(), DTypeName(row.dtype), shape_width,
+                  row.shape.c_str(), row.error.c_str());
       all_pass = false;
       continue;
     }
-    std::printf("%-28s %-9s %-14s %13.3e %11.3e %-6s %9.3f %8.2f\n", row.op.c_str(), DTypeName(row.dtype),
-                row.shape.c_str(), row.max_abs_error, row.tolerance, row.pass ? "pass" : "FAIL", row.milliseconds,
-                row.gbps);
+    std::printf("%-*s %-9s %-*s %13.3e %11.3e %-6s %9.3f %8.2f\n", op_width, label(row).c_str(),
+                DTypeName(row.dtype), shape_width, row.shape.c_str(), row.max_abs_error, row.tolerance,
+                row.pass ? "pass" : "FAIL", row.milliseconds, row.gbps);
     all_pass = all_pass && row.pass;
   }
   std::printf("\n%s\n", all_pass ? "all checks passed" : "SOME CHECKS FAILED");
