@@ -23,17 +23,8 @@ using NamedTensor = std::pair<const TensorDesc*, const char*>;
 
 long long LL(int64_t v) { return static_cast<long long>(v); }
 
-// The inputs every call has, already checked non-null.
-struct Inputs {
-  const TensorDesc& value;
-  const TensorDesc& spatial_shape;
-  const TensorDesc& level_start_index;
-  const TensorDesc& location;
-  const TensorDesc& attn_weight;
-};
-
 // The float tensors FLOAT, FLOAT16 or BFLOAT16, all of value's dtype; the index tensors INT32 or INT64.
-bool CheckDTypes(OpChecker& check, const Inputs& in, std::initializer_list<NamedTensor> float_tensors) {
+bool CheckDTypes(OpChecker& check, const MsdaInputs& in, std::initializer_list<NamedTensor> float_tensors) {
   if (!check.DType(in.value, "value", {ACL_FLOAT, ACL_FLOAT16, ACL_BF16})) return false;
   for (const auto& [desc, param] : float_tensors) {
     if (!check.DType(*desc, param, {ACL_FLOAT, ACL_FLOAT16, ACL_BF16})) return false;
@@ -51,7 +42,7 @@ bool CheckFormats(OpChecker& check, std::initializer_list<NamedTensor> tensors) 
 }
 
 // Ranks, the consistency of every shared dim, and the seeds' limits. Fills *shape.
-bool CheckInputs(OpChecker& check, const Inputs& in, MsdaShape* shape) {
+bool CheckInputs(OpChecker& check, const MsdaInputs& in, MsdaShape* shape) {
   if (!check.Rank(in.value, "value", 4) || !check.Rank(in.spatial_shape, "spatialShape", 2) ||
       !check.Rank(in.level_start_index, "levelStartIndex", 1) || !check.Rank(in.location, "location", 6) ||
       !check.Rank(in.attn_weight, "attnWeight", 5)) {
@@ -165,7 +156,7 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   uint64_t corner_reads = SaturatingMul(static_cast<uint64_t>(s.batch), static_cast<uint64_t>(s.queries));
   corner_reads = SaturatingMul(corner_reads, static_cast<uint64_t>(s.heads * s.levels * s.points * 4));
   const bool many_queries = corner_reads >= SaturatingMul(value_rows, kCopyWhenReadsPerRow);
-  if (elements > 0 && corner_reads > 0 && (NeedsFloatCopy(params.value) || many_queries)) {
+  if (elements > 0 && corner_reads > 0 && (NeedsFloatCopy(params.in.value) || many_queries)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   plan.bytes = layout.TotalBytes();
@@ -203,7 +194,7 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
       !check.OutPointers(workspaceSize, executor)) {
     return check.status();
   }
-  const msda::Inputs in{value->desc, spatialShape->desc, levelStartIndex->desc, location->desc, attnWeight->desc};
+  const msda::MsdaInputs in{value->desc, spatialShape->desc, levelStartIndex->desc, location->desc, attnWeight->desc};
   msda::ForwardParams params;
   if (!msda::CheckDTypes(check, in,
                          {{&in.location, "location"}, {&in.attn_weight, "attnWeight"}, {&output->desc, "output"}}) ||
@@ -218,11 +209,7 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
       !check.DistinctOutputElements(output->desc, "output")) {
     return check.status();
   }
-  params.value = in.value;
-  params.spatial_shape = in.spatial_shape;
-  params.level_start_index = in.level_start_index;
-  params.location = in.location;
-  params.attn_weight = in.attn_weight;
+  params.in = in;
   params.workspace = msda::PlanForwardWorkspace(params);
   return pacl::CreateExecutor(
       msda::kForwardName, params.workspace.bytes,
@@ -246,7 +233,7 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
       !check.Tensor(gradAttnWeight, "gradAttnWeight") || !check.OutPointers(workspaceSize, executor)) {
     return check.status();
   }
-  const msda::Inputs in{value->desc, spatialShape->desc, levelStartIndex->desc, location->desc, attnWeight->desc};
+  const msda::MsdaInputs in{value->desc, spatialShape->desc, levelStartIndex->desc, location->desc, attnWeight->desc};
   const TensorDesc& grad_value = gradValue->desc;
   const TensorDesc& grad_location = gradLocation->desc;
   const TensorDesc& grad_attn = gradAttnWeight->desc;
@@ -277,11 +264,7 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
       !check.DistinctOutputElements(grad_attn, "gradAttnWeight")) {
     return check.status();
   }
-  params.value = in.value;
-  params.spatial_shape = in.spatial_shape;
-  params.level_start_index = in.level_start_index;
-  params.location = in.location;
-  params.attn_weight = in.attn_weight;
+  params.in = in;
   params.grad_value = grad_value;
   params.grad_location = grad_location;
   params.grad_attn_weight = grad_attn;

@@ -591,12 +591,11 @@ char* HeadRowAddress(const HeadRows& rows, int64_t b, int64_t q, int64_t h) {
   return static_cast<char*>(rows.desc.data) + element * static_cast<int64_t>(rows.desc.ElementSize());
 }
 
-Sampler MakeSampler(const MsdaShape& shape, const TensorDesc& location, const TensorDesc& attn_weight,
-                    const TensorDesc& spatial_shape, const TensorDesc& level_start_index) {
-  std::vector<Level> levels = ReadLevels(spatial_shape, level_start_index, shape.levels, shape.keys);
+Sampler MakeSampler(const MsdaShape& shape, const MsdaInputs& in) {
+  std::vector<Level> levels = ReadLevels(in.spatial_shape, in.level_start_index, shape.levels, shape.keys);
   const bool fast = FastPathApplies(levels, shape.keys);
   const LevelLanes lanes = MakeLevelLanes(levels, shape.points);
-  return Sampler{shape, location, attn_weight, std::move(levels), fast, lanes};
+  return Sampler{shape, in.location, in.attn_weight, std::move(levels), fast, lanes};
 }
 
 }  // namespace
@@ -605,9 +604,8 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   const MsdaShape& s = params.shape;
   if (s.batch == 0 || s.queries == 0) return ACLNN_SUCCESS;
   char* aligned = AlignedWorkspace(workspace);
-  const Sampler sampler =
-      MakeSampler(s, params.location, params.attn_weight, params.spatial_shape, params.level_start_index);
-  const RowTable<const float> value = ValueRows(params.value, s, aligned, params.workspace.value_copy);
+  const Sampler sampler = MakeSampler(s, params.in);
+  const RowTable<const float> value = ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
   const HeadRows& out = params.output;
   const bool out_in_place = out.desc.dtype == ACL_FLOAT && out.channel_stride == 1;
 
@@ -624,8 +622,8 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
       const int64_t last_query = std::min(first_query + kQueriesPerTask, s.queries);
       for (int64_t q = first_query; q < last_query; ++q) {
         if (q + kPrefetchQueries < last_query) {
-          PrefetchRowPoints(params.location, s, b, q + kPrefetchQueries, h);
-          PrefetchRowPoints(params.attn_weight, s, b, q + kPrefetchQueries, h);
+          PrefetchRowPoints(params.in.location, s, b, q + kPrefetchQueries, h);
+          PrefetchRowPoints(params.in.attn_weight, s, b, q + kPrefetchQueries, h);
         }
         SampleRow(sampler, b, q, h, row.get());
         char* dst = HeadRowAddress(out, b, q, h);
@@ -644,11 +642,10 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   const MsdaShape& s = params.shape;
   if (s.batch == 0) return ACLNN_SUCCESS;
   char* aligned = AlignedWorkspace(workspace);
-  const Sampler sampler =
-      MakeSampler(s, params.location, params.attn_weight, params.spatial_shape, params.level_start_index);
+  const Sampler sampler = MakeSampler(s, params.in);
   // value and the gradValue sums are compact fp32 planes (bs, nh, nk, c) in the workspace (absent when empty).
   const RowTable<const float> value = params.workspace.value_copy >= 0
-                                          ? ValueRows(params.value, s, aligned, params.workspace.value_copy)
+                                          ? ValueRows(params.in.value, s, aligned, params.workspace.value_copy)
                                           : RowTable<const float>{};
   const bool has_sums = params.workspace.grad_value_sums >= 0;
   const RowTable<float> sums =
@@ -667,8 +664,8 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
       for (int64_t q = 0; q < s.queries; ++q) {
         if (q + kPrefetchQueries < s.queries) {
           const int64_t ahead = q + kPrefetchQueries;
-          PrefetchRowPoints(params.location, s, b, ahead, h);
-          PrefetchRowPoints(params.attn_weight, s, b, ahead, h);
+          PrefetchRowPoints(params.in.location, s, b, ahead, h);
+          PrefetchRowPoints(params.in.attn_weight, s, b, ahead, h);
           PrefetchHeadRow(dy, s, b, ahead, h);
           PrefetchRowPoints<true>(params.grad_location, s, b, ahead, h);
           PrefetchRowPoints<true>(params.grad_attn_weight, s, b, ahead, h);

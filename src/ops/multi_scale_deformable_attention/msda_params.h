@@ -49,24 +49,25 @@ struct WorkspacePlan {
   uint64_t bytes = 0;
 };
 
-struct ForwardParams {
-  MsdaShape shape;
+// The inputs both operators take.
+struct MsdaInputs {
   TensorDesc value;
   TensorDesc spatial_shape;      // (levels, 2) INT32/INT64: (H, W) per level; read only in phase 2
   TensorDesc level_start_index;  // (levels) INT32/INT64; read only in phase 2
   TensorDesc location;
   TensorDesc attn_weight;
+};
+
+struct ForwardParams {
+  MsdaShape shape;
+  MsdaInputs in;
   HeadRows output;
   WorkspacePlan workspace;
 };
 
 struct BackwardParams {
   MsdaShape shape;
-  TensorDesc value;
-  TensorDesc spatial_shape;
-  TensorDesc level_start_index;
-  TensorDesc location;
-  TensorDesc attn_weight;
+  MsdaInputs in;
   HeadRows grad_output;
   TensorDesc grad_value;
   TensorDesc grad_location;
