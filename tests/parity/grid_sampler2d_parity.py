@@ -23,36 +23,19 @@ Run it with Debian's python3-torch (/usr/bin/python3). Exit status: 0 pass, 1 fa
 imported (ctest reports the test skipped) unless PACL_REQUIRE_TORCH=1 is set (CI), which makes that a failure.
 """
 
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
-SKIP = 77
+# parity_util.py stands beside this script; no __pycache__ is left in the source tree.
+sys.dont_write_bytecode = True
+from parity_util import argument_parser, import_torch, relative_error, report, run_runner, work_directory
+
 INTERPOLATIONS = ("bilinear", "nearest", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")
 TOLERANCE = {"FLOAT": 1e-5, "DOUBLE": 1e-10}
 GRID_LIMIT = 1.3
-# The smallest per-element magnitude errors are measured against (see the top).
-SCALE_FLOOR = 0.1
 # Sample points within this many pixels of a multiple of 0.5 pixel are drawn again (see above).
 EDGE_MARGIN = 1e-3
-
-
-def import_torch():
-    try:
-        import numpy
-        import torch
-        return numpy, torch
-    except ImportError as error:
-        message = "%s cannot import torch/numpy (%s); Debian 12: apt-get install python3-torch" % (
-            sys.executable, error)
-        if os.environ.get("PACL_REQUIRE_TORCH") == "1":
-            print("FAIL: " + message + " (PACL_REQUIRE_TORCH=1)", file=sys.stderr)
-            sys.exit(1)
-        print("SKIPPED: " + message)
-        sys.exit(SKIP)
 
 
 def unnormalize(coordinate, size, align):
@@ -99,20 +82,10 @@ def make_cases(np, rng, per_combination):
     return cases
 
 
-def relative_error(np, actual, expected):
-    """||actual - expected|| / max(||expected||, SCALE_FLOOR * sqrt(elements)) (see the top)."""
-    difference = np.linalg.norm((actual - expected).ravel())
-    scale = max(np.linalg.norm(expected.ravel()), SCALE_FLOOR * np.sqrt(expected.size))
-    return difference / scale if scale > 0 else difference
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runner", required=True, help="path of grid_sampler2d_parity_runner")
-    parser.add_argument("--seed", type=int, default=20240521)
+    parser = argument_parser(__doc__.split("\n\n")[0], "grid_sampler2d_parity_runner", 20240521)
     parser.add_argument("--cases-per-combination", type=int, default=2)
     parser.add_argument("--grid-limit", type=float, default=GRID_LIMIT)
-    parser.add_argument("--keep", help="write the case files into this directory and keep them")
     args = parser.parse_args()
 
     np, torch = import_torch()
@@ -120,9 +93,7 @@ def main():
     rng = np.random.default_rng(args.seed)
     cases = make_cases(np, rng, args.cases_per_combination)
 
-    with tempfile.TemporaryDirectory(prefix="grid_sampler2d_parity_") as temporary:
-        work = args.keep or temporary
-        os.makedirs(work, exist_ok=True)
+    with work_directory("grid_sampler2d_parity_", args.keep) as work:
         data = {}
         with open(os.path.join(work, "cases.txt"), "w") as listing:
             for name, dtype, interpolation, padding, align, shape in cases:
@@ -140,11 +111,7 @@ def main():
                 listing.write("%s %s %d %d %d %s\n" % (name, dtype, interpolation, padding, int(align),
                                                        " ".join(str(d) for d in shape)))
 
-        run = subprocess.run([args.runner, work], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             universal_newlines=True, timeout=600)
-        sys.stdout.write(run.stdout)
-        if run.returncode != 0:
-            print("FAIL: %s exited with %d" % (args.runner, run.returncode))
+        if not run_runner(args.runner, work):
             return 1
 
         failures = []
@@ -185,13 +152,7 @@ def main():
           % (len(cases), args.seed, torch.__version__))
     for (dtype, output), (error, name) in sorted(worst.items()):
         print("  %-6s %-10s %.3g  (tolerance %.0e; %s)" % (dtype, output, error, TOLERANCE[dtype], name))
-    if failures:
-        print("FAIL: %d outputs differ from PyTorch:" % len(failures))
-        for failure in failures:
-            print("  " + failure)
-        return 1
-    print("PASS")
-    return 0
+    return report(failures)
 
 
 if __name__ == "__main__":

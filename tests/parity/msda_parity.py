@@ -26,13 +26,14 @@ Run it with Debian's python3-torch (/usr/bin/python3). Exit status: 0 pass, 1 fa
 (ctest reports the test skipped) unless PACL_REQUIRE_TORCH=1 is set (CI), which makes that a failure.
 """
 
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
-SKIP = 77
+# parity_util.py stands beside this script; no __pycache__ is left in the source tree.
+sys.dont_write_bytecode = True
+from parity_util import (SCALE_FLOOR, argument_parser, import_torch, relative_error, report, run_runner,
+                         work_directory)
+
 DTYPES = ("FLOAT", "FLOAT16", "BFLOAT16")
 INDEX_DTYPES = ("INT32", "INT64")
 NORM_TOLERANCE = {"FLOAT": 1e-5, "FLOAT16": 2.0 ** -10, "BFLOAT16": 2.0 ** -7}
@@ -40,28 +41,11 @@ NORM_TOLERANCE = {"FLOAT": 1e-5, "FLOAT16": 2.0 ** -10, "BFLOAT16": 2.0 ** -7}
 FORMATS = {"FLOAT": (23, -126), "FLOAT16": (10, -14), "BFLOAT16": (7, -126)}
 ELEMENT_ULPS = 2.0
 ELEMENT_FRACTION = 1e-5
-# The smallest magnitude errors are measured against (see the top).
-SCALE_FLOOR = 0.1
 # Sample points within this many pixels of an integer pixel coordinate are drawn again (see the top).
 EDGE_MARGIN = 1e-3
 LOCATION_LOW, LOCATION_HIGH = -0.1, 1.1
 INPUTS = ("value", "spatial_shape", "level_start_index", "location", "attn_weight", "grad_output")
 OUTPUTS = ("output", "grad_value", "grad_location", "grad_attn_weight")
-
-
-def import_torch():
-    try:
-        import numpy
-        import torch
-        return numpy, torch
-    except ImportError as error:
-        message = "%s cannot import torch/numpy (%s); Debian 12: apt-get install python3-torch" % (
-            sys.executable, error)
-        if os.environ.get("PACL_REQUIRE_TORCH") == "1":
-            print("FAIL: " + message + " (PACL_REQUIRE_TORCH=1)", file=sys.stderr)
-            sys.exit(1)
-        print("SKIPPED: " + message)
-        sys.exit(SKIP)
 
 
 def torch_dtype(torch, name):
@@ -185,8 +169,7 @@ def compare(np, actual, expected, dtype):
         return float("inf"), float("inf"), "%d non-finite elements (NaN: not written)" % int(
             (~np.isfinite(actual)).sum())
     difference = np.abs(actual - expected)
-    scale = max(np.linalg.norm(expected.ravel()), SCALE_FLOOR * np.sqrt(expected.size))
-    norm_error = np.linalg.norm(difference.ravel()) / scale if expected.size else 0.0
+    norm_error = relative_error(np, actual, expected)
     floor = max(np.abs(expected).max() if expected.size else 0.0, SCALE_FLOOR)
     tolerance = ELEMENT_ULPS * ulp(np, expected, dtype) + ELEMENT_FRACTION * floor
     ratio = (difference / tolerance).max() if expected.size else 0.0
@@ -200,11 +183,8 @@ def compare(np, actual, expected, dtype):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runner", required=True, help="path of msda_parity_runner")
-    parser.add_argument("--seed", type=int, default=20240604)
+    parser = argument_parser(__doc__.split("\n\n")[0], "msda_parity_runner", 20240604)
     parser.add_argument("--cases-per-dtype", type=int, default=12)
-    parser.add_argument("--keep", help="write the case files into this directory and keep them")
     args = parser.parse_args()
 
     np, torch = import_torch()
@@ -212,9 +192,7 @@ def main():
     rng = np.random.default_rng(args.seed)
     cases = make_cases(np, torch, rng, args.cases_per_dtype)
 
-    with tempfile.TemporaryDirectory(prefix="msda_parity_") as temporary:
-        work = args.keep or temporary
-        os.makedirs(work, exist_ok=True)
+    with work_directory("msda_parity_", args.keep) as work:
         with open(os.path.join(work, "cases.txt"), "w") as listing:
             for name, dtype, spatial_dtype, start_dtype, grad_rank, dims, _, inputs in cases:
                 for key in INPUTS:
@@ -222,11 +200,7 @@ def main():
                 listing.write("%s %s %s %s %d %s\n" % (name, dtype, spatial_dtype, start_dtype, grad_rank,
                                                        " ".join(str(d) for d in dims)))
 
-        run = subprocess.run([args.runner, work], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             universal_newlines=True, timeout=600)
-        sys.stdout.write(run.stdout)
-        if run.returncode != 0:
-            print("FAIL: %s exited with %d" % (args.runner, run.returncode))
+        if not run_runner(args.runner, work):
             return 1
 
         failures = []
@@ -252,13 +226,7 @@ def main():
     for (dtype, output), (error, ratio, name) in sorted(worst.items()):
         print("  %-8s %-16s %.3g (tolerance %.3g)  element %.3g  (%s)" % (
             dtype, output, error, NORM_TOLERANCE[dtype], ratio, name))
-    if failures:
-        print("FAIL: %d outputs differ from PyTorch:" % len(failures))
-        for failure in failures:
-            print("  " + failure)
-        return 1
-    print("PASS")
-    return 0
+    return report(failures)
 
 
 if __name__ == "__main__":
