@@ -260,6 +260,12 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return text + "]";
 }
 
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d > 1; --d) strides[d - 2] = strides[d - 1] * shape[d - 1];
+  return strides;
+}
+
 std::vector<double> RandomValues(std::mt19937_64& rng, int64_t count, double lo, double hi, aclDataType dtype) {
   std::uniform_real_distribution<double> uniform(lo, hi);
   std::vector<double> values(static_cast<size_t>(count));
@@ -452,6 +458,23 @@ std::string RecentErrorMessage() {
   return message != nullptr ? std::string(message) : std::string();
 }
 
+DeviceWorkspace::DeviceWorkspace(uint64_t bytes) : bytes_(bytes) {
+  if (bytes > 0) ok_ = aclrtMalloc(&data_, bytes, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS;
+}
+
+DeviceWorkspace::~DeviceWorkspace() {
+  if (data_ != nullptr) aclrtFree(data_);
+}
+
+aclnnStatus RunWithWorkspace(Phase2Function run, uint64_t workspace_size, aclOpExecutor* executor,
+                             aclrtStream stream) {
+  const DeviceWorkspace workspace(workspace_size);
+  if (!workspace.ok()) return ACLNN_ERR_INNER;
+  aclnnStatus status = run(workspace.get(), workspace_size, executor, stream);
+  if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
+  return status;
+}
+
 double RelativeNormError(const std::vector<double>& actual, const std::vector<double>& expected) {
   if (actual.size() != expected.size()) return std::numeric_limits<double>::infinity();
   double diff = 0.0;
@@ -508,6 +531,35 @@ std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int thread
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   std::remove(path.c_str());
   return bytes;
+}
+
+std::vector<uint8_t> ConcatenatedBytes(const std::vector<const DeviceTensor*>& tensors) {
+  std::vector<uint8_t> bytes;
+  for (const DeviceTensor* t : tensors) {
+    const std::vector<uint8_t> part = t->ReadBytes();
+    bytes.insert(bytes.end(), part.begin(), part.end());
+  }
+  return bytes;
+}
+
+void ExpectBitIdenticalRunToRun(const std::function<std::vector<uint8_t>()>& compute) {
+  const std::vector<uint8_t> first = compute();
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(compute(), first);
+  ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_SUCCESS) << RecentErrorMessage();
+  EXPECT_EQ(compute(), first);
+  ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0), ACL_SUCCESS) << RecentErrorMessage();
+}
+
+void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std::vector<int>& thread_counts,
+                                       const std::function<std::vector<uint8_t>()>& compute) {
+  const std::vector<uint8_t> one = RunTestWithThreads(child_test, 1);
+  ASSERT_FALSE(one.empty());
+  for (int threads : thread_counts) {
+    EXPECT_EQ(RunTestWithThreads(child_test, threads), one)
+        << "ACLNN_NUM_THREADS=" << threads << " differs from 1";
+  }
+  EXPECT_EQ(compute(), one) << "this process's thread count differs from 1";
 }
 
 }  // namespace optest

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,6 +42,8 @@ double EpsilonOf(aclDataType dtype);
 
 int64_t NumElements(const std::vector<int64_t>& shape);
 std::string ShapeString(const std::vector<int64_t>& shape);
+// Row-major strides of a dense tensor of this shape.
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
 // Uniform random values in [lo, hi), rounded to dtype (so the reference sees exactly what the device holds).
 std::vector<double> RandomValues(std::mt19937_64& rng, int64_t count, double lo, double hi, aclDataType dtype);
@@ -121,6 +124,31 @@ class TestStream {
 // The calling thread's pending error message (aclGetRecentErrMsg), as a string ("" when none).
 std::string RecentErrorMessage();
 
+// A phase-2 workspace of the size phase 1 asked for, in device memory (none for 0 bytes), freed with the object.
+class DeviceWorkspace {
+ public:
+  explicit DeviceWorkspace(uint64_t bytes);
+  ~DeviceWorkspace();
+  DeviceWorkspace(const DeviceWorkspace&) = delete;
+  DeviceWorkspace& operator=(const DeviceWorkspace&) = delete;
+  void* get() const { return data_; }
+  uint64_t size() const { return bytes_; }
+  // False when aclrtMalloc failed.
+  bool ok() const { return ok_; }
+
+ private:
+  uint64_t bytes_ = 0;
+  void* data_ = nullptr;
+  bool ok_ = true;
+};
+
+// Phase 2 of an aclnn operator (aclnnXxx(workspace, workspaceSize, executor, stream)).
+using Phase2Function = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
+// Runs phase 2 with a workspace of workspace_size bytes (aclrtMalloc'd, freed after) and, if it succeeded, waits
+// for the stream. ACLNN_ERR_INNER if the workspace cannot be allocated.
+aclnnStatus RunWithWorkspace(Phase2Function run, uint64_t workspace_size, aclOpExecutor* executor,
+                             aclrtStream stream);
+
 // Relative error in the 2-norm: ||actual - expected|| / ||expected|| (or ||actual - expected|| if expected is 0).
 double RelativeNormError(const std::vector<double>& actual, const std::vector<double>& expected);
 
@@ -130,6 +158,16 @@ double RelativeNormError(const std::vector<double>& actual, const std::vector<do
 // failure recorded, if the child failed). WriteOutputForParent does nothing outside such a child.
 std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int threads);
 void WriteOutputForParent(const std::vector<uint8_t>& bytes);
+
+// The raw bytes (ReadBytes) of the tensors, one after the other.
+std::vector<uint8_t> ConcatenatedBytes(const std::vector<const DeviceTensor*>& tensors);
+// compute() (an operator's output bytes) gives the same bytes again, and the same with ACL_OPT_DETERMINISTIC set
+// (which it resets afterwards).
+void ExpectBitIdenticalRunToRun(const std::function<std::vector<uint8_t>()>& compute);
+// child_test (Suite.Name, which hands compute()'s bytes to WriteOutputForParent) gives the same bytes with
+// ACLNN_NUM_THREADS = 1 and each of thread_counts, and compute() in this process gives them too.
+void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std::vector<int>& thread_counts,
+                                       const std::function<std::vector<uint8_t>()>& compute);
 
 }  // namespace optest
 

@@ -167,18 +167,6 @@ class BoolArray {
   aclBoolArray* array_ = nullptr;
 };
 
-aclnnStatus RunWithWorkspace(aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream), uint64_t workspace_size,
-                             aclOpExecutor* executor, aclrtStream stream) {
-  void* workspace = nullptr;
-  if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
-    return ACLNN_ERR_INNER;
-  }
-  aclnnStatus status = run(workspace, workspace_size, executor, stream);
-  if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
-  if (workspace != nullptr) aclrtFree(workspace);
-  return status;
-}
-
 aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const Modes& m, aclTensor* out,
                        aclrtStream stream = nullptr) {
   uint64_t workspace_size = 0;
@@ -186,7 +174,7 @@ aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const Mode
   const aclnnStatus status = aclnnGridSampler2DGetWorkspaceSize(input, grid, m.interpolation, m.padding,
                                                                 m.align_corners, out, &workspace_size, &executor);
   if (status != ACLNN_SUCCESS) return status;
-  return RunWithWorkspace(aclnnGridSampler2D, workspace_size, executor, stream);
+  return optest::RunWithWorkspace(aclnnGridSampler2D, workspace_size, executor, stream);
 }
 
 aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid, const Modes& m,
@@ -198,7 +186,7 @@ aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, co
       aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output, input, grid, m.interpolation, m.padding, m.align_corners,
                                                  mask, input_grad, grid_grad, &workspace_size, &executor);
   if (status != ACLNN_SUCCESS) return status;
-  return RunWithWorkspace(aclnnGridSampler2DBackward, workspace_size, executor, stream);
+  return optest::RunWithWorkspace(aclnnGridSampler2DBackward, workspace_size, executor, stream);
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -967,23 +955,14 @@ std::vector<uint8_t> DeterminismBytes() {
                             grid_grad.get()),
                 ACLNN_SUCCESS)
           << optest::RecentErrorMessage();
-      for (const DeviceTensor* t : {&out, &input_grad, &grid_grad}) {
-        const std::vector<uint8_t> part = t->ReadBytes();
-        bytes.insert(bytes.end(), part.begin(), part.end());
-      }
+      const std::vector<uint8_t> part = optest::ConcatenatedBytes({&out, &input_grad, &grid_grad});
+      bytes.insert(bytes.end(), part.begin(), part.end());
     }
   }
   return bytes;
 }
 
-TEST(GridSampler2DDeterminism, BitIdenticalRunToRun) {
-  const std::vector<uint8_t> first = DeterminismBytes();
-  ASSERT_FALSE(first.empty());
-  EXPECT_EQ(DeterminismBytes(), first);
-  ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_SUCCESS) << optest::RecentErrorMessage();
-  EXPECT_EQ(DeterminismBytes(), first);
-  ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0), ACL_SUCCESS) << optest::RecentErrorMessage();
-}
+TEST(GridSampler2DDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
 // Computes the determinism bytes, checks the FLOAT bilinear backward against the reference, and, when
 // PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount in a child process), writes the bytes there.
@@ -1005,11 +984,8 @@ TEST(GridSampler2DDeterminism, OutputForThreadCountCheck) {
 }
 
 TEST(GridSampler2DDeterminism, BitIdenticalForAnyThreadCount) {
-  const std::string child_test = "GridSampler2DDeterminism.OutputForThreadCountCheck";
-  const std::vector<uint8_t> one = optest::RunTestWithThreads(child_test, 1);
-  ASSERT_FALSE(one.empty());
-  EXPECT_EQ(optest::RunTestWithThreads(child_test, 3), one) << "ACLNN_NUM_THREADS=3 differs from 1";
-  EXPECT_EQ(DeterminismBytes(), one) << "this process's thread count differs from 1";
+  optest::ExpectBitIdenticalForThreadCounts("GridSampler2DDeterminism.OutputForThreadCountCheck", {3},
+                                            DeterminismBytes);
 }
 
 // A repeatable executor runs again on new data in the same tensors.
@@ -1029,23 +1005,20 @@ TEST(GridSampler2DExecutor, RepeatableBackwardRunsAgainOnNewData) {
             ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(executor), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-  void* workspace = nullptr;
-  if (workspace_size > 0) {
-    ASSERT_EQ(aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  }
+  const optest::DeviceWorkspace workspace(workspace_size);
+  ASSERT_TRUE(workspace.ok());
   optest::TestStream stream;
   for (const Problem* p : {&first, &second}) {
     d.input.Write(p->input);
     d.grid.Write(p->grid);
     d.grad_output.Write(p->grad_output);
-    ASSERT_EQ(aclnnGridSampler2DBackward(workspace, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
+    ASSERT_EQ(aclnnGridSampler2DBackward(workspace.get(), workspace_size, executor, stream.get()), ACLNN_SUCCESS)
         << optest::RecentErrorMessage();
     ASSERT_EQ(aclrtSynchronizeStream(stream.get()), ACL_SUCCESS);
     ExpectInputGradMatches(input_grad.Read(), *p, m, ACL_FLOAT);
     ExpectGridGradMatches(grid_grad.Read(), *p, m, ACL_FLOAT);
   }
   EXPECT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_SUCCESS);
-  if (workspace != nullptr) aclrtFree(workspace);
 }
 
 }  // namespace

@@ -409,18 +409,6 @@ struct DeviceProblem {
   }
 };
 
-aclnnStatus RunWithWorkspace(aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream), uint64_t workspace_size,
-                             aclOpExecutor* executor, aclrtStream stream) {
-  void* workspace = nullptr;
-  if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
-    return ACLNN_ERR_INNER;
-  }
-  aclnnStatus status = run(workspace, workspace_size, executor, stream);
-  if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
-  if (workspace != nullptr) aclrtFree(workspace);
-  return status;
-}
-
 aclnnStatus RunForward(const DeviceProblem& d, aclTensor* out, aclrtStream stream = nullptr) {
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
@@ -428,7 +416,7 @@ aclnnStatus RunForward(const DeviceProblem& d, aclTensor* out, aclrtStream strea
       d.value.get(), d.spatial_shape.get(), d.level_start.get(), d.location.get(), d.attn.get(), out, &workspace_size,
       &executor);
   if (status != ACLNN_SUCCESS) return status;
-  return RunWithWorkspace(aclnnMultiScaleDeformableAttnFunction, workspace_size, executor, stream);
+  return optest::RunWithWorkspace(aclnnMultiScaleDeformableAttnFunction, workspace_size, executor, stream);
 }
 
 aclnnStatus RunBackward(const DeviceProblem& d, aclTensor* grad_value, aclTensor* grad_location, aclTensor* grad_attn,
@@ -439,7 +427,7 @@ aclnnStatus RunBackward(const DeviceProblem& d, aclTensor* grad_value, aclTensor
       d.value.get(), d.spatial_shape.get(), d.level_start.get(), d.location.get(), d.attn.get(), d.grad_output.get(),
       grad_value, grad_location, grad_attn, &workspace_size, &executor);
   if (status != ACLNN_SUCCESS) return status;
-  return RunWithWorkspace(aclnnMultiScaleDeformableAttentionGrad, workspace_size, executor, stream);
+  return optest::RunWithWorkspace(aclnnMultiScaleDeformableAttentionGrad, workspace_size, executor, stream);
 }
 
 struct DeviceGradients {
@@ -1018,22 +1006,13 @@ std::vector<uint8_t> DeterminismBytes() {
     DeviceGradients grads(p, dtype);
     EXPECT_EQ(RunBackward(d, grads.value.get(), grads.location.get(), grads.attn.get()), ACLNN_SUCCESS)
         << optest::RecentErrorMessage();
-    for (const DeviceTensor* t : {&out, &grads.value, &grads.location, &grads.attn}) {
-      const std::vector<uint8_t> part = t->ReadBytes();
-      bytes.insert(bytes.end(), part.begin(), part.end());
-    }
+    const std::vector<uint8_t> part = optest::ConcatenatedBytes({&out, &grads.value, &grads.location, &grads.attn});
+    bytes.insert(bytes.end(), part.begin(), part.end());
   }
   return bytes;
 }
 
-TEST(MsdaDeterminism, BitIdenticalRunToRun) {
-  const std::vector<uint8_t> first = DeterminismBytes();
-  ASSERT_FALSE(first.empty());
-  EXPECT_EQ(DeterminismBytes(), first);
-  ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_SUCCESS) << optest::RecentErrorMessage();
-  EXPECT_EQ(DeterminismBytes(), first);
-  ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0), ACL_SUCCESS) << optest::RecentErrorMessage();
-}
+TEST(MsdaDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
 // Computes the determinism bytes, checks the FLOAT backward against the reference, and, when PACL_TEST_OUTPUT_FILE
 // is set (by BitIdenticalForAnyThreadCount in a child process), writes the bytes there.
@@ -1045,14 +1024,7 @@ TEST(MsdaDeterminism, OutputForThreadCountCheck) {
 }
 
 TEST(MsdaDeterminism, BitIdenticalForAnyThreadCount) {
-  const std::string child_test = "MsdaDeterminism.OutputForThreadCountCheck";
-  const std::vector<uint8_t> one = optest::RunTestWithThreads(child_test, 1);
-  ASSERT_FALSE(one.empty());
-  for (int threads : {2, 3, 8}) {
-    EXPECT_EQ(optest::RunTestWithThreads(child_test, threads), one)
-        << "ACLNN_NUM_THREADS=" << threads << " differs from 1";
-  }
-  EXPECT_EQ(DeterminismBytes(), one) << "this process's thread count differs from 1";
+  optest::ExpectBitIdenticalForThreadCounts("MsdaDeterminism.OutputForThreadCountCheck", {2, 3, 8}, DeterminismBytes);
 }
 
 // A repeatable executor runs again on new data (new locations and spatialShape values too: device data is read at
@@ -1076,10 +1048,8 @@ TEST(MsdaExecutor, RepeatableBackwardRunsAgainOnNewData) {
       ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(executor), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-  void* workspace = nullptr;
-  if (workspace_size > 0) {
-    ASSERT_EQ(aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  }
+  const optest::DeviceWorkspace workspace(workspace_size);
+  ASSERT_TRUE(workspace.ok());
   optest::TestStream stream;
   for (const Problem* p : {&first, static_cast<const Problem*>(&second)}) {
     d.value.Write(p->value);
@@ -1087,13 +1057,13 @@ TEST(MsdaExecutor, RepeatableBackwardRunsAgainOnNewData) {
     d.location.Write(p->location);
     d.attn.Write(p->attn);
     d.grad_output.Write(p->grad_output);
-    ASSERT_EQ(aclnnMultiScaleDeformableAttentionGrad(workspace, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
+    ASSERT_EQ(aclnnMultiScaleDeformableAttentionGrad(workspace.get(), workspace_size, executor, stream.get()),
+              ACLNN_SUCCESS)
         << optest::RecentErrorMessage();
     ASSERT_EQ(aclrtSynchronizeStream(stream.get()), ACL_SUCCESS);
     ExpectBackwardMatches(grads.value.Read(), grads.location.Read(), grads.attn.Read(), *p, ACL_FLOAT);
   }
   EXPECT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_SUCCESS);
-  if (workspace != nullptr) aclrtFree(workspace);
 }
 
 }  // namespace

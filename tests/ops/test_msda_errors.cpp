@@ -53,8 +53,7 @@ class RawTensor {
       EXPECT_EQ(aclrtMalloc(&allocation_, bytes > 0 ? bytes : 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
       data = allocation_;
     }
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (size_t d = shape.size(); d > 1; --d) strides[d - 2] = strides[d - 1] * shape[d - 1];
+    const std::vector<int64_t> strides = optest::ContiguousStrides(shape);
     const int64_t storage[1] = {optest::NumElements(shape)};
     tensor_ = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, ACL_FORMAT_ND, storage, 1, data);
     EXPECT_NE(tensor_, nullptr) << optest::RecentErrorMessage();
@@ -106,9 +105,41 @@ struct Args {
   aclOpExecutor** executor;
 };
 
+// Dims{1, 4, 1, 8, 1, nq, 1} with nq queries, too many to fill cheaply: the tensors sized by nq are RawTensors,
+// the others come from a one-query problem.
+struct ManyQueries {
+  Dims d;
+  RawTensor location, attn, grad_output, grad_location, grad_attn, output;
+  Operands small;
+  ManyQueries(int64_t nq, aclDataType dtype)
+      : d{1, 4, 1, 8, 1, nq, 1},
+        location(d.Location(), dtype),
+        attn(d.Attn(), dtype),
+        grad_output(d.Out(), dtype),
+        grad_location(d.Location(), dtype),
+        grad_attn(d.Attn(), dtype),
+        output(d.Out(), dtype),
+        small(Dims{1, 4, 1, 8, 1, 1, 1}, dtype) {}
+
+  // small's arguments a with the tensors sized by nq put in.
+  Args ArgsWith(Args a) const {
+    a.location = location.get();
+    a.attn = attn.get();
+    a.grad_output = grad_output.get();
+    a.grad_location = grad_location.get();
+    a.grad_attn = grad_attn.get();
+    a.output = output.get();
+    return a;
+  }
+};
+
 enum class Op { kForward, kBackward };
 
 const char* OpName(Op op) { return op == Op::kForward ? kForwardName : kGradName; }
+
+std::string OpTestName(const testing::TestParamInfo<Op>& param_info) {
+  return param_info.param == Op::kForward ? "Forward" : "Backward";
+}
 
 class MsdaValidationBase {
  protected:
@@ -189,18 +220,8 @@ TEST_P(MsdaInputValidation, LimitsAreAccepted) {
     const Operands o(d);
     ExpectAccepted(GetParam(), ArgsOf(o));
   }
-  const Dims d{1, 4, 1, 8, 1, 499999, 1};
-  RawTensor location(d.Location(), ACL_BF16), attn(d.Attn(), ACL_BF16), grad_output(d.Out(), ACL_BF16);
-  RawTensor grad_location(d.Location(), ACL_BF16), grad_attn(d.Attn(), ACL_BF16), output(d.Out(), ACL_BF16);
-  const Operands small(Dims{1, 4, 1, 8, 1, 1, 1}, ACL_BF16);
-  Args a = ArgsOf(small);
-  a.location = location.get();
-  a.attn = attn.get();
-  a.grad_output = grad_output.get();
-  a.grad_location = grad_location.get();
-  a.grad_attn = grad_attn.get();
-  a.output = output.get();
-  ExpectAccepted(GetParam(), a);
+  const ManyQueries many(499999, ACL_BF16);
+  ExpectAccepted(GetParam(), many.ArgsWith(ArgsOf(many.small)));
 }
 
 // 161001: each required input null; the out-pointers null.
@@ -249,8 +270,7 @@ TEST_P(MsdaInputValidation, NullExecutor) {
 TEST_P(MsdaInputValidation, NullDataOfNonEmptyTensor) {
   const Dims d;
   const std::vector<int64_t> shape = d.Location();
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size(); i > 1; --i) strides[i - 2] = strides[i - 1] * shape[i - 1];
+  const std::vector<int64_t> strides = optest::ContiguousStrides(shape);
   const int64_t storage[1] = {optest::NumElements(shape)};
   aclTensor* no_data =
       aclCreateTensor(shape.data(), shape.size(), ACL_FLOAT, strides.data(), 0, ACL_FORMAT_ND, storage, 1, nullptr);
@@ -481,19 +501,9 @@ TEST_P(MsdaConstraints, ChannelsZero) {
 TEST_P(MsdaConstraints, QueriesAtOrAbove500000) {
   for (int64_t nq : {500000, 500001}) {
     SCOPED_TRACE(nq);
-    Dims d{1, 4, 1, 8, 1, nq, 1};
-    RawTensor location(d.Location(), ACL_FLOAT16), attn(d.Attn(), ACL_FLOAT16), grad_output(d.Out(), ACL_FLOAT16);
-    RawTensor grad_location(d.Location(), ACL_FLOAT16), grad_attn(d.Attn(), ACL_FLOAT16);
-    RawTensor output(d.Out(), ACL_FLOAT16);
-    const Operands small(Dims{1, 4, 1, 8, 1, 1, 1}, ACL_FLOAT16);
-    Args a = ArgsOf(small);
-    a.location = location.get();
-    a.attn = attn.get();
-    a.grad_output = grad_output.get();
-    a.grad_location = grad_location.get();
-    a.grad_attn = grad_attn.get();
-    a.output = output.get();
-    ExpectRejected(GetParam(), a, ACLNN_ERR_PARAM_INVALID, {"500000", std::to_string(nq)});
+    const ManyQueries many(nq, ACL_FLOAT16);
+    ExpectRejected(GetParam(), many.ArgsWith(ArgsOf(many.small)), ACLNN_ERR_PARAM_INVALID,
+                   {"500000", std::to_string(nq)});
   }
 }
 
@@ -550,19 +560,11 @@ TEST_P(MsdaInputValidation, Phase1ReadsNoTensorData) {
 }
 
 INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaInputValidation,
-                         testing::Values(Op::kForward, Op::kBackward),
-                         [](const testing::TestParamInfo<Op>& param_info) {
-                           return param_info.param == Op::kForward ? "Forward" : "Backward";
-                         });
+                         testing::Values(Op::kForward, Op::kBackward), OpTestName);
 INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaInputConsistency,
-                         testing::Values(Op::kForward, Op::kBackward),
-                         [](const testing::TestParamInfo<Op>& param_info) {
-                           return param_info.param == Op::kForward ? "Forward" : "Backward";
-                         });
+                         testing::Values(Op::kForward, Op::kBackward), OpTestName);
 INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaConstraints, testing::Values(Op::kForward, Op::kBackward),
-                         [](const testing::TestParamInfo<Op>& param_info) {
-                           return param_info.param == Op::kForward ? "Forward" : "Backward";
-                         });
+                         OpTestName);
 
 // ------------------------------------------------------------------------------------------------------------
 // The backward's own tensors: gradOutput and the three outputs.
@@ -681,8 +683,7 @@ TEST_F(MsdaGradValidation, GradAttnWeightShapeDiffers) {
 // An output view whose elements share memory (a zero stride) would have several threads write one element.
 // `storage` must hold at least as many elements as the view's distinct positions.
 aclTensor* SelfOverlappingView(const DeviceTensor& storage, std::vector<int64_t> shape, int zero_dim) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d > 1; --d) strides[d - 2] = strides[d - 1] * shape[d - 1];
+  std::vector<int64_t> strides = optest::ContiguousStrides(shape);
   strides[static_cast<size_t>(zero_dim)] = 0;
   const int64_t storage_dims[1] = {storage.size()};
   return aclCreateTensor(shape.data(), shape.size(), storage.dtype(), strides.data(), 0, ACL_FORMAT_ND, storage_dims, 1,

@@ -132,18 +132,6 @@ BackwardData MakeBackwardData(const Dims& d, aclDataType dtype, double scale, ui
 // ------------------------------------------------------------------------------------------------------------
 // Running the operators
 
-aclnnStatus RunExecutorWithWorkspace(aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream),
-                                     uint64_t workspace_size, aclOpExecutor* executor, aclrtStream stream) {
-  void* workspace = nullptr;
-  if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
-    return ACLNN_ERR_INNER;
-  }
-  aclnnStatus status = run(workspace, workspace_size, executor, stream);
-  if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
-  if (workspace != nullptr) aclrtFree(workspace);
-  return status;
-}
-
 aclnnStatus RunBackward(const aclTensor* dy, const aclTensor* y, const aclTensor* mask, double scale, aclTensor* out,
                         aclrtStream stream = nullptr) {
   uint64_t workspace_size = 0;
@@ -151,7 +139,7 @@ aclnnStatus RunBackward(const aclTensor* dy, const aclTensor* y, const aclTensor
   const aclnnStatus status =
       aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(dy, y, mask, scale, false, out, &workspace_size, &executor);
   if (status != ACLNN_SUCCESS) return status;
-  return RunExecutorWithWorkspace(aclnnScaledMaskedSoftmaxBackward, workspace_size, executor, stream);
+  return optest::RunWithWorkspace(aclnnScaledMaskedSoftmaxBackward, workspace_size, executor, stream);
 }
 
 aclnnStatus RunForward(const aclTensor* x, const aclTensor* mask, double scale, aclTensor* y,
@@ -161,7 +149,7 @@ aclnnStatus RunForward(const aclTensor* x, const aclTensor* mask, double scale, 
   const aclnnStatus status =
       aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, scale, false, y, &workspace_size, &executor);
   if (status != ACLNN_SUCCESS) return status;
-  return RunExecutorWithWorkspace(aclnnScaledMaskedSoftmax, workspace_size, executor, stream);
+  return optest::RunWithWorkspace(aclnnScaledMaskedSoftmax, workspace_size, executor, stream);
 }
 
 // ------------------------------------------------------------------------------------------------------------
