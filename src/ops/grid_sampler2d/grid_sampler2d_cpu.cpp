@@ -28,29 +28,34 @@
 // pixels re-reads scattered input lines once per channel. So the input is first copied into the workspace in the
 // blocked layout [N][ceil(C/16)][Hin][Win][16] fp32 (16 channels of one pixel = one aligned 64-byte line; the
 // channels past C are 0): one tap of one block is one vector load (1 AVX-512 vector, 2 AVX2, 4 SSE4). The copy
-// reads each channel row once into a small stack buffer (pacl::LoadAsFloat: any dtype, any strides) and turns 16
-// such rows into lines (RowsToLines, a plain transpose). (Gathering straight from the 16 rows of the tensor was
-// slower: rows one plane apart alias in L1 when the plane size is a multiple of 4 KiB, and vector gathers cost
-// more than the plain transpose on the CPUs measured.)
+// reads each channel row once into a small buffer (pacl::LoadAsFloat: any dtype, any strides) and turns 16 such
+// rows into lines (RowsToLines: 4 x 4 transposes of 128-bit vectors, which every SIMD target has). (Gathering
+// straight from the 16 rows of the tensor was slower: rows one plane apart alias in L1 when the plane size is a
+// multiple of 4 KiB, and vector gathers cost more than the transpose on the CPUs measured.)
 // Work goes in tiles of kBlockTilePixels (256) consecutive output pixels of one image. A tile's taps are listed
 // once, pixel-major, only the valid ones, in tap order (element offset into a blocked plane, weight, and for
 // gridGrad the weight's x/y derivatives); an invalid tap is never read or written, so NaN/Inf elsewhere cannot leak.
 // Forward: pacl::ParallelFor over (n, tile). Per channel block: out line of pixel q = sum over its taps of weight *
 // input line (SampleBlock, taps in order, starting from 0), into a [pixel][16] buffer that LinesToRow turns back
 // into channel rows of out (written straight into a unit-stride FLOAT out, else via pacl::StoreFromFloat).
-// Backward: inputGrad is a scatter. Tasks are (n, channel block), a split fixed by the shape alone. A task owns the
-// blocked fp32 inputGrad plane of its block in the workspace: it zeros it, copies its block of the input (gridGrad
-// only), then walks all tiles of image n in order: lists the tile's taps, turns the block's 16 gradOutput rows
-// into lines, and per pixel (BackwardBlock) adds weight * gradOutput line to each tap's line (a vector
-// read-modify-write of one line per tap: lanes are channels, so no conflicts and no races), and for gridGrad
-// accumulates gradOutput * (sum over taps of dweight * input line) across the lanes, reduced to one x and one y
-// sum per pixel: the block's partial, stored in the workspace ([block][n][pixel][x, y]). At the end the task
-// converts its plane to inputGrad's dtype and strides (LinesToRow, then StoreFromFloat unless unit-stride FLOAT):
-// fp16/bf16 are rounded once. A last ParallelFor over (n, tile) adds the blocks' partials in ascending block order
-// and writes gridGrad (0 for nearest or C == 0). Every sum runs in an order fixed by the shape (taps in order,
-// pixels ascending, lanes reduced by one fixed SumOfLanes, blocks ascending), never by the thread count or the
-// schedule: results are bit-identical run to run and for any number of threads (they may differ in the last bits
-// between SIMD targets).
+// Backward: inputGrad is a scatter. The work items are (n, channel block); each owns the blocked fp32 inputGrad
+// plane of its block in the workspace. A ParallelFor task takes consecutive blocks of one image (several when
+// there are at least 2 tasks per thread, so that they share the tap lists; which items a task takes changes no
+// result). It zeros its planes, copies its blocks of the input (gridGrad only), then walks all tiles of image n in
+// order: lists the tile's taps once, and per block turns the block's 16 gradOutput rows into lines and per pixel
+// (BackwardBlock) adds weight * gradOutput line to each tap's line (a vector read-modify-write of one line per
+// tap: lanes are channels, so no conflicts and no races), and for gridGrad accumulates gradOutput * (sum over taps
+// of dweight * input line) across the lanes, reduced to one x and one y sum per pixel: the block's partial,
+// written to the workspace ([block][n][pixel][x, y]). BackwardBlock prefetches the tap lines kPrefetchPixels
+// pixels ahead: a smooth (warp) grid walks the planes along slanted lines that the hardware prefetchers do not
+// follow, and without it the read-modify-writes wait for L3 or memory. At the end the task converts its planes to
+// inputGrad's dtype and strides (LinesToRows, prefetching; then non-temporal stores for a large unit-stride FLOAT
+// inputGrad, memcpy for a small one, else StoreFromFloat): fp16/bf16 are rounded once. A last ParallelFor over
+// (n, tile) adds the blocks' partials in ascending block order and writes gridGrad (0 for nearest or C == 0).
+// Every sum runs in an order fixed by the shape (taps in order, pixels ascending, lanes reduced by one fixed
+// SumOfLanes, blocks ascending), never by the thread count, the grouping of blocks into tasks or the schedule:
+// results are bit-identical run to run and for any number of threads (they may differ in the last bits between
+// SIMD targets).
 // Workspace (fp32 path, sized in phase 1, overflow-safe): blocked input (forward; backward with gridGrad), blocked
 // inputGrad (backward with inputGrad), partials (backward with gridGrad): 2 * N * ceil(C/16) * 16 * Hin * Win * 4
 // bytes at most, plus ceil(C/16) * N * Hout * Wout * 8.
@@ -83,6 +88,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // clang-format on
+#include "hwy/cache_control.h"
 
 // Per-target vector loops of the channel-blocked fp32 path (see the NOTE). A block holds kBlockLanes channels of
 // one pixel in one aligned 64-byte line; a pixel's valid taps are the list [tap_begin[q], tap_begin[q + 1]) of
@@ -96,6 +102,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using DI = hn::RebindToSigned<DF>;
 constexpr int64_t kLanesPerBlock = 16;  // == kBlockLanes below
+// How many pixels ahead BackwardBlock prefetches the tap lines.
+constexpr int64_t kPrefetchPixels = 32;
+// How many lines ahead LinesToRows prefetches.
+constexpr int64_t kPrefetchLines = 64;
 
 // values[q][lane] = sum over pixel q's taps (in order) of weight * plane[offset + lane].
 void SampleBlock(const float* plane, const int64_t* offsets, const float* weights, const int32_t* tap_begin,
@@ -117,16 +127,24 @@ void SampleBlock(const float* plane, const int64_t* offsets, const float* weight
 
 // For the pixels of a tile, with grad[q][lane] the block's gradOutput:
 // input_grad_plane[offset + lane] += weight * grad[q][lane] over the taps in order (when input_grad_plane != null);
-// gx[q] = sum over lanes of grad[q][lane] * (sum over taps of grad_x_weight * plane[offset + lane]), gy likewise
-// (when plane != null).
+// partial[2q] = sum over lanes of grad[q][lane] * (sum over taps of grad_x_weight * plane[offset + lane]),
+// partial[2q + 1] likewise with grad_y_weight (when plane != null).
 void BackwardBlock(const float* plane, float* input_grad_plane, const int64_t* offsets, const float* weights,
                    const float* grad_x_weights, const float* grad_y_weights, const int32_t* tap_begin,
-                   const float* grad, int64_t count, float* gx, float* gy) {
+                   const float* grad, int64_t count, float* partial) {
   const DF d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t q = 0; q < count; ++q) {
     const int32_t t0 = tap_begin[q];
     const int32_t t1 = tap_begin[q + 1];
+    // The lines of a later pixel's taps: a smooth grid walks the planes along slanted lines that the hardware
+    // prefetchers do not follow, so without this most taps wait for L3 or memory.
+    if (q + kPrefetchPixels < count) {
+      for (int32_t t = tap_begin[q + kPrefetchPixels]; t < tap_begin[q + kPrefetchPixels + 1]; ++t) {
+        if (input_grad_plane != nullptr) hwy::Prefetch(input_grad_plane + offsets[t]);
+        if (plane != nullptr) hwy::Prefetch(plane + offsets[t]);
+      }
+    }
     auto dot_x = hn::Zero(d);
     auto dot_y = hn::Zero(d);
     for (int64_t j = 0; j < kLanesPerBlock; j += lanes) {
@@ -150,18 +168,82 @@ void BackwardBlock(const float* plane, float* input_grad_plane, const int64_t* o
       }
     }
     if (plane != nullptr) {
-      gx[q] = hn::GetLane(hn::SumOfLanes(d, dot_x));
-      gy[q] = hn::GetLane(hn::SumOfLanes(d, dot_y));
+      partial[2 * q] = hn::GetLane(hn::SumOfLanes(d, dot_x));
+      partial[2 * q + 1] = hn::GetLane(hn::SumOfLanes(d, dot_y));
     }
   }
 }
 
-// Channel rows -> blocked lines: lines[q][lane] = rows[lane * row_stride + q] for q < count, all 16 lanes (the
-// caller zero-fills rows of missing channels).
-void RowsToLines(const float* rows, int64_t row_stride, int64_t count, float* lines) {
-  for (int64_t q = 0; q < count; ++q) {
-    for (int64_t lane = 0; lane < kLanesPerBlock; ++lane) lines[q * kLanesPerBlock + lane] = rows[lane * row_stride + q];
+// dst[i * dst_stride + j] = src[j * src_stride + i] for i, j < 4 (one 4 x 4 block of a transpose). 128-bit vectors
+// exist on every SIMD target and need no lane crossing; HWY_SCALAR moves the 16 values one by one.
+void Transpose4x4(const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
+#if HWY_TARGET == HWY_SCALAR
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t j = 0; j < 4; ++j) dst[i * dst_stride + j] = src[j * src_stride + i];
   }
+#else
+  const hn::Full128<float> d4;
+  const auto r0 = hn::LoadU(d4, src);
+  const auto r1 = hn::LoadU(d4, src + src_stride);
+  const auto r2 = hn::LoadU(d4, src + 2 * src_stride);
+  const auto r3 = hn::LoadU(d4, src + 3 * src_stride);
+  const auto r01_low = hn::InterleaveLower(d4, r0, r1);   // r0[0] r1[0] r0[1] r1[1]
+  const auto r23_low = hn::InterleaveLower(d4, r2, r3);   // r2[0] r3[0] r2[1] r3[1]
+  const auto r01_high = hn::InterleaveUpper(d4, r0, r1);  // r0[2] r1[2] r0[3] r1[3]
+  const auto r23_high = hn::InterleaveUpper(d4, r2, r3);  // r2[2] r3[2] r2[3] r3[3]
+  hn::StoreU(hn::ConcatLowerLower(d4, r23_low, r01_low), d4, dst);
+  hn::StoreU(hn::ConcatUpperUpper(d4, r23_low, r01_low), d4, dst + dst_stride);
+  hn::StoreU(hn::ConcatLowerLower(d4, r23_high, r01_high), d4, dst + 2 * dst_stride);
+  hn::StoreU(hn::ConcatUpperUpper(d4, r23_high, r01_high), d4, dst + 3 * dst_stride);
+#endif
+}
+
+// Channel rows -> blocked lines: lines[q][lane] = rows[lane * row_stride + q] for q < count, all 16 lanes (the
+// caller zero-fills rows of missing channels). In 4 x 4 blocks, the pixels past the last multiple of 4 one by one.
+void RowsToLines(const float* rows, int64_t row_stride, int64_t count, float* lines) {
+  const int64_t whole = count / 4 * 4;
+  for (int64_t lane = 0; lane < kLanesPerBlock; lane += 4) {
+    for (int64_t q = 0; q < whole; q += 4) {
+      Transpose4x4(rows + lane * row_stride + q, row_stride, lines + q * kLanesPerBlock + lane, kLanesPerBlock);
+    }
+  }
+  for (int64_t q = whole; q < count; ++q) {
+    for (int64_t lane = 0; lane < kLanesPerBlock; ++lane) {
+      lines[q * kLanesPerBlock + lane] = rows[lane * row_stride + q];
+    }
+  }
+}
+
+// Blocked lines -> channel rows, the inverse of RowsToLines: rows[lane * row_stride + q] = lines[q][lane] for
+// q < count, all 16 lanes. Lines [0, readable) exist (readable >= count): the ones past count may be prefetched.
+void LinesToRows(const float* lines, int64_t count, int64_t readable, float* rows, int64_t row_stride) {
+  const int64_t whole = count / 4 * 4;
+  for (int64_t q = 0; q < whole; q += 4) {
+    // Lines read in plane order from L3 or memory: the hardware prefetchers measured do not keep up.
+    for (int64_t k = q + kPrefetchLines; k < std::min(q + kPrefetchLines + 4, readable); ++k) {
+      hwy::Prefetch(lines + k * kLanesPerBlock);
+    }
+    for (int64_t lane = 0; lane < kLanesPerBlock; lane += 4) {
+      Transpose4x4(lines + q * kLanesPerBlock + lane, kLanesPerBlock, rows + lane * row_stride + q, row_stride);
+    }
+  }
+  for (int64_t q = whole; q < count; ++q) {
+    for (int64_t lane = 0; lane < kLanesPerBlock; ++lane) {
+      rows[lane * row_stride + q] = lines[q * kLanesPerBlock + lane];
+    }
+  }
+}
+
+// dst[i] = src[i] for i < count with non-temporal stores where dst is vector-aligned: inputGrad is written once and
+// not read again here, so its lines need not be fetched first. The caller runs hwy::FlushStream afterwards.
+void StreamRow(const float* src, int64_t count, float* dst) {
+  const DF d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const uintptr_t vector_bytes = static_cast<uintptr_t>(lanes) * sizeof(float);
+  int64_t i = 0;
+  for (; i < count && reinterpret_cast<uintptr_t>(dst + i) % vector_bytes != 0; ++i) dst[i] = src[i];
+  for (; i + lanes <= count; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
+  for (; i < count; ++i) dst[i] = src[i];
 }
 
 // Blocked lines -> one channel row: row[q] = lines[q][lane] for q < count.
@@ -180,6 +262,8 @@ HWY_EXPORT(SampleBlock);
 HWY_EXPORT(BackwardBlock);
 HWY_EXPORT(RowsToLines);
 HWY_EXPORT(LinesToRow);
+HWY_EXPORT(LinesToRows);
+HWY_EXPORT(StreamRow);
 
 namespace {
 
@@ -292,7 +376,7 @@ struct Axis {
 
   // The padded source coordinate of bilinear and nearest and its derivative with respect to the grid
   // coordinate. False when the sample contributes nothing along this axis (NaN; +-Inf under reflection).
-  bool PaddedSource(T coord, T* src_out, T* grad_out) const {
+  HWY_INLINE bool PaddedSource(T coord, T* src_out, T* grad_out) const {
     T src = Unnormalize(coord);
     T grad = scale;
     switch (padding) {
@@ -352,8 +436,9 @@ void ComputeTaps(const Axis<T>& axis, T coord, AxisTaps<T, 1>* taps) {  // neare
   taps->weight[0] = 1;
 }
 
+// Inlined (as PaddedSource): it runs twice for every output pixel of every tile.
 template <class T>
-void ComputeTaps(const Axis<T>& axis, T coord, AxisTaps<T, 2>* taps) {  // bilinear
+HWY_INLINE void ComputeTaps(const Axis<T>& axis, T coord, AxisTaps<T, 2>* taps) {  // bilinear
   T src, grad;
   if (!axis.PaddedSource(coord, &src, &grad)) return;
   // src == -1 still has a tap (index 0, weight 0) whose derivative counts, as in PyTorch.
@@ -849,6 +934,9 @@ constexpr int64_t kBlockTilePixels = 256;
 
 int64_t ChannelBlocks(const SamplerShape& s) { return (s.channels + kBlockLanes - 1) / kBlockLanes; }
 
+// The backward writes a unit-stride FLOAT inputGrad of at least this many bytes with non-temporal stores.
+constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+
 // Elements of one blocked plane [Hin][Win][kBlockLanes].
 int64_t BlockedPlaneElements(const SamplerShape& s) { return s.in_height * s.in_width * kBlockLanes; }
 
@@ -941,33 +1029,38 @@ void CopyInputBlocked(const SamplerShape& s, const SamplerOperand& input, float*
   });
 }
 
-// Blocked fp32 inputGrad sums -> inputGrad's dtype and strides, for blocked rows [row_begin, row_end).
-void WriteInputGradRows(const BackwardParams& p, int64_t row_begin, int64_t row_end, const float* blocked_grad,
-                        BlockTaps& buffers) {
+// Blocked fp32 inputGrad sums of block [c0, c0 + 16) of image n -> inputGrad's dtype and strides. Each piece of a
+// row is transposed into the [lane][pixel] buffer (writing straight into 16 channel rows of the tensor would alias
+// in L1 like the gathers above), then copied out channel by channel: a unit-stride FLOAT inputGrad of at least
+// kStreamMinBytes with non-temporal stores (it cannot stay in cache for the caller anyway, and the stores need not
+// fetch the lines first), a smaller one with memcpy.
+void WriteInputGradPlane(const BackwardParams& p, int64_t n, int64_t c0, const float* plane, BlockTaps& buffers) {
   const SamplerShape& s = p.shape;
-  const int64_t blocks = ChannelBlocks(s);
   const bool direct = p.input_grad.desc.dtype == ACL_FLOAT && p.input_grad.strides[3] == 1;
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const int64_t nb = r / s.in_height;
-    const int64_t h = r - nb * s.in_height;
-    const int64_t n = nb / blocks;
-    const int64_t c0 = (nb - n * blocks) * kBlockLanes;
-    const float* src = blocked_grad + r * s.in_width * kBlockLanes;
-    const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
-    for (int64_t lane = 0; lane < lanes; ++lane) {
-      for (int64_t w0 = 0; w0 < s.in_width; w0 += kBlockTilePixels) {
-        const int64_t count = std::min(kBlockTilePixels, s.in_width - w0);
-        if (direct) {
-          HWY_DYNAMIC_DISPATCH(LinesToRow)
-          (src + w0 * kBlockLanes, lane, count, reinterpret_cast<float*>(ElementAt(p.input_grad, n, c0 + lane, h, w0)));
-          continue;
+  const int64_t input_grad_bytes = s.batch * s.channels * s.in_height * s.in_width * int64_t{sizeof(float)};
+  const bool stream = direct && input_grad_bytes >= kStreamMinBytes;
+  const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
+  const int64_t plane_pixels = s.in_height * s.in_width;
+  for (int64_t h = 0; h < s.in_height; ++h) {
+    for (int64_t w0 = 0; w0 < s.in_width; w0 += kBlockTilePixels) {
+      const int64_t count = std::min(kBlockTilePixels, s.in_width - w0);
+      const int64_t first = h * s.in_width + w0;
+      HWY_DYNAMIC_DISPATCH(LinesToRows)
+      (plane + first * kBlockLanes, count, plane_pixels - first, buffers.rows, kBlockTilePixels);
+      for (int64_t lane = 0; lane < lanes; ++lane) {
+        const float* row = buffers.rows + lane * kBlockTilePixels;
+        char* dst = ElementAt(p.input_grad, n, c0 + lane, h, w0);
+        if (stream) {
+          HWY_DYNAMIC_DISPATCH(StreamRow)(row, count, reinterpret_cast<float*>(dst));
+        } else if (direct) {
+          std::memcpy(dst, row, static_cast<size_t>(count) * sizeof(float));
+        } else {
+          StoreFromFloat(row, p.input_grad.desc.dtype, dst, p.input_grad.strides[3], count);
         }
-        HWY_DYNAMIC_DISPATCH(LinesToRow)(src + w0 * kBlockLanes, lane, count, buffers.row);
-        StoreFromFloat(buffers.row, p.input_grad.desc.dtype, ElementAt(p.input_grad, n, c0 + lane, h, w0),
-                       p.input_grad.strides[3], count);
       }
     }
   }
+  if (stream) hwy::FlushStream();
 }
 
 template <int K>
@@ -1024,13 +1117,69 @@ void StoreGridGradFloat(const BackwardParams& p, int64_t n, int64_t begin, int64
   });
 }
 
+// The workspace arrays of the backward (null when not needed): blocked input copy, blocked inputGrad sums, and
+// the blocks' gridGrad partials [block][n][pixel][x, y].
+struct BackwardBlockedPlanes {
+  float* input = nullptr;
+  float* input_grad = nullptr;
+  float* partials = nullptr;
+};
+
+// Blocks [b_begin, b_end) of image n: zero their inputGrad sums and copy their input blocks, then per tile list
+// the taps once and run every block on them (each block's sums in the same order as if it ran alone), then write
+// the blocks' inputGrad.
+template <int K>
+void BackwardImageBlocks(const BackwardParams& p, const BackwardBlockedPlanes& planes, int64_t n, int64_t b_begin,
+                         int64_t b_end, BlockTaps& taps) {
+  const SamplerShape& s = p.shape;
+  const int64_t pixels = s.out_height * s.out_width;
+  const int64_t blocks = ChannelBlocks(s);
+  const int64_t plane = BlockedPlaneElements(s);
+  const bool gather = planes.input != nullptr;
+  const bool scatter = planes.input_grad != nullptr;
+  for (int64_t b = b_begin; b < b_end; ++b) {
+    const int64_t nb = n * blocks + b;
+    if (scatter) std::fill(planes.input_grad + nb * plane, planes.input_grad + (nb + 1) * plane, 0.0f);
+    if (gather) CopyInputBlockedRows(s, p.input, nb * s.in_height, (nb + 1) * s.in_height, planes.input, taps);
+  }
+  for (int64_t begin = 0; begin < pixels; begin += kBlockTilePixels) {
+    const int64_t end = std::min(begin + kBlockTilePixels, pixels);
+    const int64_t count = end - begin;
+    ListBlockTaps<K>(s, p.modes, p.grid, n, begin, end, gather, &taps);
+    for (int64_t b = b_begin; b < b_end; ++b) {
+      const int64_t nb = n * blocks + b;
+      const int64_t c0 = b * kBlockLanes;
+      const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
+      // gradOutput of the block's channels, transposed to [pixel][lane]; rows of missing channels (C not a
+      // multiple of 16) read as 0.
+      for (int64_t lane = 0; lane < lanes; ++lane) {
+        float* row = taps.rows + lane * kBlockTilePixels;
+        ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
+          LoadAsFloat(p.grad_output.desc.dtype, ElementAt(p.grad_output, n, c0 + lane, h, w),
+                      p.grad_output.strides[3], row + at, length);
+        });
+      }
+      std::fill(taps.rows + lanes * kBlockTilePixels, taps.rows + kBlockLanes * kBlockTilePixels, 0.0f);
+      HWY_DYNAMIC_DISPATCH(RowsToLines)(taps.rows, kBlockTilePixels, count, taps.lanes);
+      HWY_DYNAMIC_DISPATCH(BackwardBlock)
+      (gather ? planes.input + nb * plane : nullptr, scatter ? planes.input_grad + nb * plane : nullptr, taps.offset,
+       taps.weight, taps.grad_x_weight, taps.grad_y_weight, taps.tap_begin, taps.lanes, count,
+       gather ? planes.partials + ((b * s.batch + n) * pixels + begin) * 2 : nullptr);
+    }
+  }
+  if (scatter) {
+    for (int64_t b = b_begin; b < b_end; ++b) {
+      WriteInputGradPlane(p, n, b * kBlockLanes, planes.input_grad + (n * blocks + b) * plane, taps);
+    }
+  }
+}
+
 template <int K>
 void RunBackwardBlocked(const BackwardParams& p, void* workspace) {
   const SamplerShape& s = p.shape;
   const bool nearest = p.modes.interpolation == Interpolation::kNearest;
   const int64_t pixels = s.out_height * s.out_width;
   const int64_t blocks = ChannelBlocks(s);
-  const int64_t plane = BlockedPlaneElements(s);
   // Gathering the input is needed for gridGrad only, and nearest's gridGrad is 0.
   const bool gather = p.want_grid_grad && !nearest && pixels > 0 && blocks > 0;
   const bool scatter = p.want_input_grad && blocks > 0;
@@ -1044,45 +1193,24 @@ void RunBackwardBlocked(const BackwardParams& p, void* workspace) {
   if (scatter) blocked_grad = WorkspaceArray<float>(workspace, p.workspace.input_grad_acc);
 
   if (gather || scatter) {
-    ParallelFor(s.batch * blocks, 1, [&](int64_t task_begin, int64_t task_end) {
+    BackwardBlockedPlanes planes;
+    planes.input = blocked_input;
+    planes.input_grad = blocked_grad;
+    planes.partials = partials;
+    // Consecutive blocks of one image go together when there are enough tasks to keep every thread busy: they
+    // share the tile's tap list (what a task covers changes nothing in any result, see the NOTE).
+    const int64_t tasks_wanted = 2 * static_cast<int64_t>(NumThreads());
+    const int64_t blocks_per_task =
+        std::max<int64_t>(1, std::min<int64_t>(blocks, s.batch * blocks / std::max<int64_t>(tasks_wanted, 1)));
+    ParallelFor(s.batch * blocks, blocks_per_task, [&](int64_t task_begin, int64_t task_end) {
       BlockTaps& taps = BlockTapsFor();
-      for (int64_t task = task_begin; task < task_end; ++task) {
+      int64_t task = task_begin;
+      while (task < task_end) {
         const int64_t n = task / blocks;
-        const int64_t b = task - n * blocks;
-        const int64_t c0 = b * kBlockLanes;
-        const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
-        float* grad_plane = scatter ? blocked_grad + task * plane : nullptr;
-        const float* input_plane = gather ? blocked_input + task * plane : nullptr;
-        if (scatter) std::fill(grad_plane, grad_plane + plane, 0.0f);
-        // The task's own block of the input (gridGrad only), copied when it is about to be used.
-        if (gather) CopyInputBlockedRows(s, p.input, task * s.in_height, (task + 1) * s.in_height, blocked_input, taps);
-        // Rows of missing channels (C not a multiple of 16) read as 0.
-        std::fill(taps.rows + lanes * kBlockTilePixels, taps.rows + kBlockLanes * kBlockTilePixels, 0.0f);
-        for (int64_t begin = 0; begin < pixels; begin += kBlockTilePixels) {
-          const int64_t end = std::min(begin + kBlockTilePixels, pixels);
-          const int64_t count = end - begin;
-          ListBlockTaps<K>(s, p.modes, p.grid, n, begin, end, gather, &taps);
-          // gradOutput of the block's channels, transposed to [pixel][lane] (padding lanes 0).
-          for (int64_t lane = 0; lane < lanes; ++lane) {
-            float* row = taps.rows + lane * kBlockTilePixels;
-            ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
-              LoadAsFloat(p.grad_output.desc.dtype, ElementAt(p.grad_output, n, c0 + lane, h, w),
-                          p.grad_output.strides[3], row + at, length);
-            });
-          }
-          HWY_DYNAMIC_DISPATCH(RowsToLines)(taps.rows, kBlockTilePixels, count, taps.lanes);
-          float* gx = gather ? partials + ((b * s.batch + n) * pixels + begin) * 2 : nullptr;
-          HWY_DYNAMIC_DISPATCH(BackwardBlock)
-          (input_plane, grad_plane, taps.offset, taps.weight, taps.grad_x_weight, taps.grad_y_weight,
-           taps.tap_begin, taps.lanes, count, taps.xs, taps.ys);
-          if (gather) {
-            for (int64_t q = 0; q < count; ++q) {
-              gx[2 * q] = taps.xs[q];
-              gx[2 * q + 1] = taps.ys[q];
-            }
-          }
-        }
-        if (scatter) WriteInputGradRows(p, task * s.in_height, (task + 1) * s.in_height, blocked_grad, taps);
+        const int64_t b_begin = task - n * blocks;
+        const int64_t b_end = std::min(blocks, b_begin + (task_end - task));
+        BackwardImageBlocks<K>(p, planes, n, b_begin, b_end, taps);
+        task += b_end - b_begin;
       }
     });
   }
