@@ -549,6 +549,29 @@ INSTANTIATE_TEST_SUITE_P(GridSampler2D, GridSamplerLayouts, testing::ValuesIn(kD
                            return std::string(optest::DTypeName(param_info.param));
                          });
 
+// A FLOAT inputGrad of 8 MiB or more is written with non-temporal stores (vector-aligned middle, scalar head and
+// tail): the same values as any other way, aligned (contiguous) or not (padded: an element offset).
+TEST(GridSampler2DLargeInputGrad, StreamedStoresMatchReference) {
+  const ref::GridSamplerShape shape = {1, 33, 256, 256, 48, 40};  // inputGrad 8.25 MiB
+  const Modes m{kBilinear, kZeros, false};
+  const BoolArray both({true, true});
+  for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+    SCOPED_TRACE(optest::LayoutName(layout));
+    const Problem p = MakeProblem(shape, ACL_FLOAT, m.align_corners, 5100);
+    DeviceProblem d(p, ACL_FLOAT);
+    DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), ACL_FLOAT, layout);
+    DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), ACL_FLOAT, Layout::kContiguous);
+    ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(),
+                          grid_grad.get()),
+              ACLNN_SUCCESS)
+        << optest::RecentErrorMessage();
+    ExpectInputGradMatches(input_grad.Read(), p, m, ACL_FLOAT);
+    ExpectGridGradMatches(grid_grad.Read(), p, m, ACL_FLOAT);
+    EXPECT_EQ(input_grad.CheckGuards(), "");
+    EXPECT_EQ(grid_grad.CheckGuards(), "");
+  }
+}
+
 // ------------------------------------------------------------------------------------------------------------
 // outputMask: null computes nothing; [a, b] chooses inputGrad / gridGrad; an output not chosen keeps its NaN fill.
 
