@@ -1,0 +1,399 @@
+// NOTE [NsaCompress on the CPU]
+//
+// Problem. input (T, N, D) holds the tokens of several sequences back to back (actSeqLen: cumulative ends). Each
+// sequence of length L has nb = (L - blockSize) / stride + 1 blocks (0 when L < blockSize); block k covers tokens
+// s + k * stride + j, j < blockSize. Forward: out[block, n, :] = sum_j weight[j, n] * input[s + k*stride + j, n, :].
+// Backward: inputGrad[t, n, :] = sum over the blocks covering t of weight[j, n] * outputGrad[block, n, :] (0 when
+// none), weightGrad[j, n] = sum over blocks and d of outputGrad[block, n, d] * input[s + k*stride + j, n, d].
+//
+// Layout and vectors. Work is on rows of D channels, converted to fp32 in registers while they are used (fp16 via
+// F16C where the CPU has it, bf16 by a shift): a row with unit stride along D is read in place, any other view is
+// first gathered into an fp32 row (pacl::LoadAsFloat). fp32 accumulators, one rounding to nearest even per output
+// element (in registers for unit-stride outputs, pacl::StoreFromFloat otherwise). weight is read once into an fp32
+// table.
+//
+// Passes and memory traffic. Forward: tasks are chunks of kBlocksPerChunk consecutive blocks; per head the chunk's
+// blocks are summed in order, so the tokens two overlapping blocks share are read from cache the second time: input
+// is read once from memory, output written once. Backward, pass 1 (weightGrad): the same chunks; per head and block
+// the outputGrad row is widened once and dotted with the block's blockSize input rows, adding into the chunk's
+// partial sums (block_size, N) in the workspace — input is read once. Pass 2 (inputGrad): tasks are chunks of
+// tokens; each token row sums weight * outputGrad row over its covering blocks in ascending block order, and is
+// written once (zeros when no block covers it). Pass 3 adds the chunks' partials in ascending chunk order into
+// weightGrad.
+//
+// Determinism. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, channels by
+// one fixed lane reduction, chunks ascending), never by the thread count: results are bit-identical run to run and
+// for any number of threads (they may differ in the last bits between SIMD targets).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "hwy/cache_control.h"
+#include "nsa_compress/nsa_compress_params.h"
+#include "pacl/convert.h"
+#include "pacl/dtype.h"
+#include "pacl/parallel.h"
+#include "pacl/workspace_plan.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "nsa_compress/nsa_compress_cpu.cpp"
+// foreach_target.h must come first: it re-includes this file once per target.
+// clang-format off
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "pacl/float_vectors-inl.h"
+// clang-format on
+
+#ifndef PACL_OPS_NSA_COMPRESS_CPU_SHARED_
+#define PACL_OPS_NSA_COMPRESS_CPU_SHARED_
+namespace pacl::nsa_compress {
+// How a row's elements are stored: fp32, or fp16/bf16 bits.
+enum RowKind : int { kFloatRow = 0, kHalfRow = 1, kBFloat16Row = 2 };
+}  // namespace pacl::nsa_compress
+#endif  // PACL_OPS_NSA_COMPRESS_CPU_SHARED_
+
+// Per-target row loops: whole vectors, then single lanes for the tail (D is any size).
+HWY_BEFORE_NAMESPACE();
+namespace pacl::nsa_compress {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DF1 = hn::CappedTag<float, 1>;
+
+template <int kKind, class D>
+hn::Vec<D> LoadLanes(D d, const void* row, int64_t i) {
+  if constexpr (kKind == kFloatRow) {
+    return hn::LoadU(d, static_cast<const float*>(row) + i);
+  } else {
+    const hn::Rebind<uint16_t, D> du16;
+    const auto bits = hn::LoadU(du16, static_cast<const uint16_t*>(row) + i);
+    if constexpr (kKind == kHalfRow) {
+      return pacl::HWY_NAMESPACE::HalfBitsToFloat(d, bits);
+    } else {
+      return pacl::HWY_NAMESPACE::BFloat16BitsToFloat(d, bits);
+    }
+  }
+}
+
+// out[i] = sum over rows r (in order) of weights[r] * rows[r][i], for i < n: up to 4 vectors of sums stay in
+// registers while the rows are walked.
+template <int kKind, int kVectors, class D>
+void WeightedSumGroup(D d, const void* const* rows, const float* weights, int64_t count, int64_t first, float* out) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  hn::Vec<D> sums[kVectors];
+  for (int v = 0; v < kVectors; ++v) sums[v] = hn::Zero(d);
+  for (int64_t r = 0; r < count; ++r) {
+    const auto w = hn::Set(d, weights[r]);
+    for (int v = 0; v < kVectors; ++v)
+      sums[v] = hn::MulAdd(w, LoadLanes<kKind>(d, rows[r], first + v * lanes), sums[v]);
+  }
+  for (int v = 0; v < kVectors; ++v) hn::StoreU(sums[v], d, out + first + v * lanes);
+}
+
+template <int kKind>
+void WeightedSumT(const void* const* rows, const float* weights, int64_t count, int64_t n, float* out) {
+  const DF d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) WeightedSumGroup<kKind, 4>(d, rows, weights, count, i, out);
+  for (; i + lanes <= n; i += lanes) WeightedSumGroup<kKind, 1>(d, rows, weights, count, i, out);
+  for (; i < n; ++i) WeightedSumGroup<kKind, 1>(DF1(), rows, weights, count, i, out);
+}
+
+void WeightedSum(int kind, const void* const* rows, const float* weights, int64_t count, int64_t n, float* out) {
+  if (kind == kHalfRow) return WeightedSumT<kHalfRow>(rows, weights, count, n, out);
+  if (kind == kBFloat16Row) return WeightedSumT<kBFloat16Row>(rows, weights, count, n, out);
+  WeightedSumT<kFloatRow>(rows, weights, count, n, out);
+}
+
+// sums[r] += a . rows[r] (over i < n) for each row r: lane-parallel partial sums, one fixed reduction, then the
+// tail in order. Four rows go together, so that four independent chains of multiply-adds hide their latency.
+template <int kKind>
+void AddDotsT(const float* a, const void* const* rows, int64_t count, int64_t n, float* sums) {
+  const DF d;
+  const DF1 d1;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t full = n / lanes * lanes;
+  auto tail = [&](const void* row, int64_t r) {
+    for (int64_t i = full; i < n; ++i)
+      sums[r] += hn::GetLane(hn::Mul(hn::LoadU(d1, a + i), LoadLanes<kKind>(d1, row, i)));
+  };
+  int64_t r = 0;
+  for (; r + 4 <= count; r += 4) {
+    auto s0 = hn::Zero(d);
+    auto s1 = hn::Zero(d);
+    auto s2 = hn::Zero(d);
+    auto s3 = hn::Zero(d);
+    for (int64_t i = 0; i < full; i += lanes) {
+      const auto x = hn::LoadU(d, a + i);
+      s0 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r], i), s0);
+      s1 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r + 1], i), s1);
+      s2 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r + 2], i), s2);
+      s3 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r + 3], i), s3);
+    }
+    sums[r] += hn::GetLane(hn::SumOfLanes(d, s0));
+    sums[r + 1] += hn::GetLane(hn::SumOfLanes(d, s1));
+    sums[r + 2] += hn::GetLane(hn::SumOfLanes(d, s2));
+    sums[r + 3] += hn::GetLane(hn::SumOfLanes(d, s3));
+    for (int64_t k = 0; k < 4; ++k) tail(rows[r + k], r + k);
+  }
+  for (; r < count; ++r) {
+    auto sum = hn::Zero(d);
+    for (int64_t i = 0; i < full; i += lanes)
+      sum = hn::MulAdd(hn::LoadU(d, a + i), LoadLanes<kKind>(d, rows[r], i), sum);
+    sums[r] += hn::GetLane(hn::SumOfLanes(d, sum));
+    tail(rows[r], r);
+  }
+}
+
+void AddDots(int kind, const float* a, const void* const* rows, int64_t count, int64_t n, float* sums) {
+  if (kind == kHalfRow) return AddDotsT<kHalfRow>(a, rows, count, n, sums);
+  if (kind == kBFloat16Row) return AddDotsT<kBFloat16Row>(a, rows, count, n, sums);
+  AddDotsT<kFloatRow>(a, rows, count, n, sums);
+}
+
+// dst[i] = acc[i] rounded to nearest even, as fp16 (kind kHalfRow) or bf16 bits, for i < n.
+template <int kKind, class D>
+void StoreLanes(D d, const float* acc, int64_t i, uint16_t* dst) {
+  const auto v = hn::LoadU(d, acc + i);
+  const hn::Rebind<uint16_t, D> du16;
+  if constexpr (kKind == kHalfRow) {
+    hn::StoreU(pacl::HWY_NAMESPACE::FloatToHalfBits(d, v), du16, dst + i);
+  } else {
+    hn::StoreU(pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, v), du16, dst + i);
+  }
+}
+
+// With stream, whole vectors go out with non-temporal stores when dst is vector-aligned: a large output is written
+// once and not read again here, so its lines need not be fetched first (the caller flushes the stores).
+template <int kKind>
+void NarrowRowT(const float* acc, int64_t n, uint16_t* dst, bool stream) {
+  const DF d;
+  const DF1 d1;
+  const hn::Rebind<uint16_t, DF> du16;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const bool aligned = reinterpret_cast<uintptr_t>(dst) % (static_cast<uintptr_t>(lanes) * sizeof(uint16_t)) == 0;
+  int64_t i = 0;
+  if (stream && aligned) {
+    for (; i + lanes <= n; i += lanes) {
+      const auto v = hn::LoadU(d, acc + i);
+      if constexpr (kKind == kHalfRow) {
+        hn::Stream(pacl::HWY_NAMESPACE::FloatToHalfBits(d, v), du16, dst + i);
+      } else {
+        hn::Stream(pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, v), du16, dst + i);
+      }
+    }
+  }
+  for (; i + lanes <= n; i += lanes) StoreLanes<kKind>(d, acc, i, dst);
+  for (; i < n; ++i) StoreLanes<kKind>(d1, acc, i, dst);
+}
+
+void NarrowRow(int kind, const float* acc, int64_t n, uint16_t* dst, bool stream) {
+  if (kind == kHalfRow) return NarrowRowT<kHalfRow>(acc, n, dst, stream);
+  NarrowRowT<kBFloat16Row>(acc, n, dst, stream);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pacl::nsa_compress
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace pacl::nsa_compress {
+
+HWY_EXPORT(WeightedSum);
+HWY_EXPORT(AddDots);
+HWY_EXPORT(NarrowRow);
+
+namespace {
+
+constexpr int64_t kTokensPerChunk = 64;
+// inputGrad of at least this many bytes is written with non-temporal stores.
+constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+
+int KindOf(aclDataType dtype) { return dtype == ACL_FLOAT16 ? kHalfRow : kBFloat16Row; }
+
+// Rows (i0, i1, :) of a 3-D FLOAT16/BFLOAT16 tensor as the row loops read them.
+class RowReader {
+ public:
+  explicit RowReader(const TensorDesc& t) : t_(t), in_place_(t.strides[2] == 1) {}
+  // The row's kind: the tensor's, or fp32 when it is gathered into a buffer.
+  int kind() const { return in_place_ ? KindOf(t_.dtype) : kFloatRow; }
+  // True when rows are gathered into buffers.
+  bool gathers() const { return !in_place_; }
+  // The row, in place, or gathered into buffer (dim floats).
+  const void* Row(int64_t i0, int64_t i1, float* buffer) const {
+    const char* address = Address(i0, i1);
+    if (in_place_) return address;
+    LoadAsFloat(t_.dtype, address, t_.strides[2], buffer, t_.shape[2]);
+    return buffer;
+  }
+  // rows[r] = Row(first + r, i1) for r < count; buffers holds count * dim floats for gathered rows.
+  void Rows(int64_t first, int64_t count, int64_t i1, float* buffers, const void** rows) const {
+    for (int64_t r = 0; r < count; ++r) rows[r] = Row(first + r, i1, buffers + r * t_.shape[2]);
+  }
+
+ private:
+  const char* Address(int64_t i0, int64_t i1) const {
+    return static_cast<const char*>(t_.data) + (t_.offset + i0 * t_.strides[0] + i1 * t_.strides[1]) * 2;
+  }
+  const TensorDesc& t_;
+  bool in_place_;
+};
+
+// Stores an fp32 row as row (i0, i1, :) of a 3-D FLOAT16/BFLOAT16 tensor, rounded once (stream: see NarrowRow).
+void StoreRow(const TensorDesc& t, int64_t i0, int64_t i1, const float* acc, bool stream = false) {
+  char* address = static_cast<char*>(t.data) + (t.offset + i0 * t.strides[0] + i1 * t.strides[1]) * 2;
+  if (t.strides[2] == 1) {
+    HWY_DYNAMIC_DISPATCH(NarrowRow)(KindOf(t.dtype), acc, t.shape[2], reinterpret_cast<uint16_t*>(address), stream);
+  } else {
+    StoreFromFloat(acc, t.dtype, address, t.strides[2], t.shape[2]);
+  }
+}
+
+float LoadElement(const TensorDesc& t, int64_t element) {
+  uint16_t bits;
+  std::memcpy(&bits, static_cast<const char*>(t.data) + element * 2, sizeof bits);
+  return t.dtype == ACL_FLOAT16 ? HalfToFloat(bits) : BFloat16ToFloat(bits);
+}
+
+void StoreElement(const TensorDesc& t, int64_t element, float v) {
+  const uint16_t bits = t.dtype == ACL_FLOAT16 ? FloatToHalf(v) : FloatToBFloat16(v);
+  std::memcpy(static_cast<char*>(t.data) + element * 2, &bits, sizeof bits);
+}
+
+// weight (block_size, heads) as fp32, by head: [n * block_size + j].
+std::vector<float> ReadWeights(const TensorDesc& weight) {
+  const int64_t rows = weight.shape[0];
+  const int64_t heads = weight.shape[1];
+  std::vector<float> table(static_cast<size_t>(rows * heads));
+  for (int64_t j = 0; j < rows; ++j) {
+    for (int64_t n = 0; n < heads; ++n) {
+      table[static_cast<size_t>(n * rows + j)] =
+          LoadElement(weight, weight.offset + j * weight.strides[0] + n * weight.strides[1]);
+    }
+  }
+  return table;
+}
+
+// The first token of every block, in block order.
+std::vector<int64_t> BlockFirstTokens(const std::vector<Sequence>& sequences, const NsaShape& s) {
+  std::vector<int64_t> first(static_cast<size_t>(s.blocks));
+  for (const Sequence& seq : sequences) {
+    for (int64_t k = 0; k < seq.blocks; ++k) first[static_cast<size_t>(seq.first_block + k)] = seq.start + k * s.stride;
+  }
+  return first;
+}
+
+}  // namespace
+
+aclnnStatus RunForwardCpu(const ForwardParams& params, void* /*workspace*/) {
+  const NsaShape& s = params.shape;
+  if (s.blocks == 0 || s.heads == 0 || s.dim == 0) return ACLNN_SUCCESS;
+  const std::vector<float> weights = ReadWeights(params.weight);
+  const std::vector<int64_t> first_token = BlockFirstTokens(params.sequences, s);
+  const RowReader input(params.input);
+  ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
+    std::vector<float> acc(static_cast<size_t>(s.dim));
+    std::vector<float> buffers(input.gathers() ? static_cast<size_t>(s.block_size * s.dim) : 0);
+    std::vector<const void*> rows(static_cast<size_t>(s.block_size));
+    for (int64_t block = begin; block < end; ++block) {
+      for (int64_t n = 0; n < s.heads; ++n) {
+        input.Rows(first_token[static_cast<size_t>(block)], s.block_size, n, buffers.data(), rows.data());
+        HWY_DYNAMIC_DISPATCH(WeightedSum)
+        (input.kind(), rows.data(), &weights[static_cast<size_t>(n * s.block_size)], s.block_size, s.dim, acc.data());
+        StoreRow(params.output, block, n, acc.data());
+      }
+    }
+  });
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
+  const NsaShape& s = params.shape;
+  const std::vector<float> weights = ReadWeights(params.weight);
+  const std::vector<int64_t> first_token = BlockFirstTokens(params.sequences, s);
+  const RowReader input(params.input);
+  const RowReader output_grad(params.output_grad);
+  const int64_t per_chunk = s.block_size * s.heads;
+  float* partials = params.workspace.weight_grad_partials >= 0
+                        ? reinterpret_cast<float*>(AlignedWorkspace(workspace) + params.workspace.weight_grad_partials)
+                        : nullptr;
+
+  // Pass 1: weightGrad partial sums per chunk of blocks, [chunk][n * block_size + j].
+  if (s.dim > 0 && s.heads > 0) {
+    ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
+      float* partial = partials + begin / kBlocksPerChunk * per_chunk;
+      std::fill(partial, partial + per_chunk, 0.0f);
+      std::vector<float> grad_row(static_cast<size_t>(s.dim));
+      std::vector<float> buffers(input.gathers() ? static_cast<size_t>(s.block_size * s.dim) : 0);
+      std::vector<const void*> rows(static_cast<size_t>(s.block_size));
+      const TensorDesc& dy = params.output_grad;
+      for (int64_t block = begin; block < end; ++block) {
+        for (int64_t n = 0; n < s.heads; ++n) {
+          // The outputGrad row, widened once for its block_size dot products.
+          LoadAsFloat(dy.dtype,
+                      static_cast<const char*>(dy.data) + (dy.offset + block * dy.strides[0] + n * dy.strides[1]) * 2,
+                      dy.strides[2], grad_row.data(), s.dim);
+          input.Rows(first_token[static_cast<size_t>(block)], s.block_size, n, buffers.data(), rows.data());
+          HWY_DYNAMIC_DISPATCH(AddDots)
+          (input.kind(), grad_row.data(), rows.data(), s.block_size, s.dim, partial + n * s.block_size);
+        }
+      }
+    });
+  }
+
+  // Pass 2: inputGrad, token by token; a large one is written with non-temporal stores.
+  const bool stream = params.input_grad.NumElements() * 2 >= kStreamMinBytes;
+  const int64_t max_cover = (s.block_size + s.stride - 1) / s.stride;
+  ParallelFor(s.tokens, kTokensPerChunk, [&](int64_t begin, int64_t end) {
+    std::vector<float> acc(static_cast<size_t>(s.dim));
+    std::vector<float> buffers(output_grad.gathers() ? static_cast<size_t>(max_cover * s.dim) : 0);
+    std::vector<const void*> rows(static_cast<size_t>(max_cover));
+    std::vector<float> row_weights(static_cast<size_t>(max_cover));
+    // The sequence holding token `begin`: the first whose end is past it.
+    auto seq = std::upper_bound(params.sequences.begin(), params.sequences.end(), begin,
+                                [](int64_t token, const Sequence& q) { return token < q.end; });
+    for (int64_t t = begin; t < end; ++t) {
+      while (seq != params.sequences.end() && seq->end <= t) ++seq;
+      // Blocks k of the sequence with k * stride <= t - start < k * stride + block_size.
+      int64_t first_k = 0;
+      int64_t count = 0;
+      if (seq != params.sequences.end() && seq->blocks > 0) {
+        const int64_t u = t - seq->start;
+        first_k = u >= s.block_size ? (u - s.block_size) / s.stride + 1 : 0;
+        count = std::max<int64_t>(0, std::min(u / s.stride, seq->blocks - 1) - first_k + 1);
+      }
+      for (int64_t n = 0; n < s.heads; ++n) {
+        for (int64_t r = 0; r < count; ++r) {
+          const int64_t k = first_k + r;
+          rows[static_cast<size_t>(r)] = output_grad.Row(seq->first_block + k, n, buffers.data() + r * s.dim);
+          row_weights[static_cast<size_t>(r)] =
+              weights[static_cast<size_t>(n * s.block_size + (t - seq->start - k * s.stride))];
+        }
+        HWY_DYNAMIC_DISPATCH(WeightedSum)
+        (output_grad.kind(), rows.data(), row_weights.data(), count, s.dim, acc.data());
+        StoreRow(params.input_grad, t, n, acc.data(), stream);
+      }
+    }
+    if (stream) hwy::FlushStream();
+  });
+
+  // Pass 3: weightGrad = the chunks' partials in ascending chunk order.
+  const int64_t chunks = (s.blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
+  const TensorDesc& wg = params.weight_grad;
+  for (int64_t j = 0; j < s.block_size; ++j) {
+    for (int64_t n = 0; n < s.heads; ++n) {
+      float sum = 0.0f;
+      if (s.dim > 0) {
+        for (int64_t c = 0; c < chunks; ++c) sum += partials[c * per_chunk + n * s.block_size + j];
+      }
+      StoreElement(wg, wg.offset + j * wg.strides[0] + n * wg.strides[1], sum);
+    }
+  }
+  return ACLNN_SUCCESS;
+}
+
+}  // namespace pacl::nsa_compress
+#endif  // HWY_ONCE
