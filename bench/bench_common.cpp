@@ -104,6 +104,7 @@ void ReleaseCached() {
   if (g_cached.workspace != nullptr) aclrtFree(g_cached.workspace);
   for (DeviceTensor& t : g_cached.call.tensors) ReleaseDeviceTensor(&t);
   for (aclBoolArray* array : g_cached.call.bool_arrays) aclDestroyBoolArray(array);
+  for (aclIntArray* array : g_cached.call.int_arrays) aclDestroyIntArray(array);
   g_cached = CachedCall();
 }
 
@@ -276,6 +277,13 @@ std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* re
   }
   aclError status = aclrtMemcpy(result->data, result->bytes, host.data(), host.size(), ACL_MEMCPY_HOST_TO_DEVICE);
   return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
+}
+
+std::string AddRandomTensor(PreparedCall* call, const std::vector<int64_t>& shape, aclDataType dtype, double low,
+                            double high, uint32_t seed, DeviceTensor* result) {
+  const std::string error = CreateRandomTensor(shape, dtype, low, high, seed, result);
+  call->tensors.push_back(*result);
+  return error;
 }
 
 void ReleaseDeviceTensor(DeviceTensor* t) {

@@ -50,12 +50,19 @@ using Phase2 = aclnnStatus (*)(void* workspace, uint64_t workspaceSize, aclOpExe
 // One operator call after phase 1: what the timed loop runs again and again.
 struct PreparedCall {
   std::vector<DeviceTensor> tensors;  // inputs and outputs, released with the call
-  std::vector<aclBoolArray*> bool_arrays;  // attribute arrays phase 1 was given, released with the call
+  // Attribute arrays phase 1 was given, released with the call.
+  std::vector<aclBoolArray*> bool_arrays;
+  std::vector<aclIntArray*> int_arrays;
   aclOpExecutor* executor = nullptr;
   uint64_t workspace_size = 0;
   Phase2 phase2 = nullptr;
   double bytes = 0;  // every input and output tensor counted once
 };
+
+// CreateRandomTensor, the tensor then owned by call (released with it, also when the creation failed part way, so
+// a preparer can return at its first failure).
+std::string AddRandomTensor(PreparedCall* call, const std::vector<int64_t>& shape, aclDataType dtype, double low,
+                            double high, uint32_t seed, DeviceTensor* result);
 
 // Creates the tensors of one case and runs phase 1 on them, filling *call; returns "" or what failed.
 using Preparer = std::function<std::string(PreparedCall* call)>;
@@ -84,6 +91,7 @@ std::string RecentErrorMessage();
 void RegisterScaledMaskedSoftmaxBenchmarks();
 void RegisterGridSampler2DBenchmarks();
 void RegisterMultiScaleDeformableAttentionBenchmarks();
+void RegisterNsaCompressBenchmarks();
 
 }  // namespace bench
 

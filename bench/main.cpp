@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   bench::RegisterScaledMaskedSoftmaxBenchmarks();
   bench::RegisterGridSampler2DBenchmarks();
   bench::RegisterMultiScaleDeformableAttentionBenchmarks();
+  bench::RegisterNsaCompressBenchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 
