@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -560,6 +561,110 @@ void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std:
         << "ACLNN_NUM_THREADS=" << threads << " differs from 1";
   }
   EXPECT_EQ(compute(), one) << "this process's thread count differs from 1";
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Checks
+
+void ExpectClose(const char* what, const std::vector<double>& actual, const std::vector<double>& expected,
+                 const std::vector<double>& bound, aclDataType dtype) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  ASSERT_EQ(bound.size(), expected.size()) << what;
+  int failures = 0;
+  bool all_finite = true;
+  for (size_t i = 0; i < actual.size() && failures < 10; ++i) {
+    const double a = actual[i];
+    const double rounded = RoundToDType(expected[i], dtype);
+    if (a == rounded) continue;
+    bool ok = false;
+    double tolerance = 0.0;
+    if (std::isfinite(a) && std::isfinite(rounded)) {
+      tolerance = UlpOf(std::max(std::fabs(rounded), std::fabs(a)), dtype) + bound[i];
+      ok = std::fabs(a - rounded) <= tolerance;
+    }
+    all_finite = all_finite && std::isfinite(a) && std::isfinite(rounded);
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << what << " element " << i << ": actual " << a << ", reference " << expected[i] << " (rounded "
+                    << rounded << "), tolerance " << tolerance;
+    }
+  }
+  double expected_norm = 0.0, bound_norm = 0.0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    all_finite = all_finite && std::isfinite(expected[i]);
+    expected_norm += expected[i] * expected[i];
+    bound_norm += bound[i] * bound[i];
+  }
+  if (failures == 0 && all_finite && dtype == ACL_FLOAT && expected_norm > 1e4 * bound_norm) {
+    EXPECT_LE(RelativeNormError(actual, expected), 1e-5) << what;
+  }
+}
+
+void ExpectAllZero(const char* what, const std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] != 0.0) {
+      ADD_FAILURE() << what << " element " << i << " is " << values[i] << ", expected exactly 0";
+      return;
+    }
+  }
+}
+
+void ExpectGuardsIntact(const std::vector<const DeviceTensor*>& tensors) {
+  for (const DeviceTensor* t : tensors) EXPECT_EQ(t->CheckGuards(), "");
+}
+
+void ExpectErrorMessage(const std::string& op_name, const std::vector<std::string>& fragments) {
+  const std::string message = RecentErrorMessage();
+  EXPECT_NE(message.find(op_name + ":"), std::string::npos) << message;
+  for (const std::string& fragment : fragments) {
+    EXPECT_NE(message.find(fragment), std::string::npos) << "missing \"" << fragment << "\" in: " << message;
+  }
+}
+
+void ExpectOutputsUntouched(const std::vector<const DeviceTensor*>& outputs) {
+  for (const DeviceTensor* t : outputs) {
+    EXPECT_EQ(t->CheckGuards(), "");
+    for (double v : t->Read()) {
+      if (!std::isnan(v)) {
+        ADD_FAILURE() << "a rejected call wrote an output";
+        break;
+      }
+    }
+  }
+}
+
+RawTensor::RawTensor(const std::vector<int64_t>& shape, aclDataType dtype, void* data) {
+  const size_t bytes = static_cast<size_t>(NumElements(shape)) * ElementBytes(dtype);
+  if (data == nullptr) {
+    EXPECT_EQ(aclrtMalloc(&allocation_, bytes > 0 ? bytes : 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    data = allocation_;
+  }
+  const std::vector<int64_t> strides = ContiguousStrides(shape);
+  const int64_t storage[1] = {NumElements(shape)};
+  tensor_ = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, ACL_FORMAT_ND, storage, 1, data);
+  EXPECT_NE(tensor_, nullptr) << RecentErrorMessage();
+}
+
+RawTensor::~RawTensor() {
+  if (tensor_ != nullptr) aclDestroyTensor(tensor_);
+  if (allocation_ != nullptr) aclrtFree(allocation_);
+}
+
+aclTensor* SelfOverlappingView(const DeviceTensor& storage, std::vector<int64_t> shape, int zero_dim) {
+  std::vector<int64_t> strides = ContiguousStrides(shape);
+  strides[static_cast<size_t>(zero_dim)] = 0;
+  const int64_t storage_dims[1] = {storage.size()};
+  return aclCreateTensor(shape.data(), shape.size(), storage.dtype(), strides.data(), 0, ACL_FORMAT_ND, storage_dims, 1,
+                         storage.data());
+}
+
+HostIntArray::HostIntArray(const std::vector<int64_t>& values) {
+  array_ = aclCreateIntArray(values.data(), values.size());
+  Require(array_ != nullptr, "aclCreateIntArray");
+}
+
+HostIntArray::~HostIntArray() {
+  if (array_ != nullptr) aclDestroyIntArray(array_);
 }
 
 }  // namespace optest

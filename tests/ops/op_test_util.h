@@ -169,6 +169,59 @@ void ExpectBitIdenticalRunToRun(const std::function<std::vector<uint8_t>()>& com
 void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std::vector<int>& thread_counts,
                                        const std::function<std::vector<uint8_t>()>& compute);
 
+// ---------------------------------------------------------------------------------------------------------------
+// Checks shared by the operator tests.
+
+// Per element: |actual - RoundToDType(expected)| <= UlpOf(max of both magnitudes) + bound[i], where bound bounds the
+// kernel's fp32 arithmetic error before the output's single rounding (0: "within 1 ulp of the rounded reference");
+// an infinite rounded reference must be matched exactly. FLOAT results must also meet the spec's relative 2-norm
+// error <= 1e-5, unless the bounds are not small against the values (cancellation). Reports at most 10 elements.
+void ExpectClose(const char* what, const std::vector<double>& actual, const std::vector<double>& expected,
+                 const std::vector<double>& bound, aclDataType dtype);
+// Every value exactly 0 (the first one that is not is reported).
+void ExpectAllZero(const char* what, const std::vector<double>& values);
+// CheckGuards() of every tensor is "".
+void ExpectGuardsIntact(const std::vector<const DeviceTensor*>& tensors);
+
+// After a rejected phase-1 call: the thread's recent error message contains "<op_name>:" and every fragment.
+void ExpectErrorMessage(const std::string& op_name, const std::vector<std::string>& fragments);
+// Outputs a rejected call must have left alone: guards intact and every element still the NaN pre-fill.
+void ExpectOutputsUntouched(const std::vector<const DeviceTensor*>& outputs);
+
+// A contiguous tensor (format ND) whose data is never initialized, for sizes too large to fill cheaply or for
+// phase-1 checks, which read no data; or, with `data` given, a view of that address (owned by the caller, possibly
+// unmapped). Not copyable.
+class RawTensor {
+ public:
+  RawTensor(const std::vector<int64_t>& shape, aclDataType dtype, void* data = nullptr);
+  ~RawTensor();
+  RawTensor(const RawTensor&) = delete;
+  RawTensor& operator=(const RawTensor&) = delete;
+  aclTensor* get() const { return tensor_; }
+
+ private:
+  void* allocation_ = nullptr;
+  aclTensor* tensor_ = nullptr;
+};
+
+// A view of `storage`'s data with the given shape, row-major strides except stride 0 on dim zero_dim: its elements
+// share memory (an output like that would have several threads write one element). storage must hold at least as
+// many elements as the view's distinct positions. The caller destroys the tensor (aclDestroyTensor).
+aclTensor* SelfOverlappingView(const DeviceTensor& storage, std::vector<int64_t> shape, int zero_dim);
+
+// A host aclIntArray (aclCreateIntArray) destroyed with the object.
+class HostIntArray {
+ public:
+  explicit HostIntArray(const std::vector<int64_t>& values);
+  ~HostIntArray();
+  HostIntArray(const HostIntArray&) = delete;
+  HostIntArray& operator=(const HostIntArray&) = delete;
+  aclIntArray* get() const { return array_; }
+
+ private:
+  aclIntArray* array_ = nullptr;
+};
+
 }  // namespace optest
 
 #endif  // PACL_TESTS_OPS_OP_TEST_UTIL_H_

@@ -37,6 +37,9 @@
 namespace {
 
 using optest::DeviceTensor;
+using optest::ExpectAllZero;
+using optest::ExpectClose;
+using optest::ExpectGuardsIntact;
 using optest::Layout;
 
 constexpr aclDataType kDTypes[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
@@ -284,41 +287,6 @@ Bounds ErrorBounds(const Problem& p) {
   return b;
 }
 
-// Per element: |actual - round(expected)| <= ulp + bound (an infinite reference must be matched exactly); FLOAT
-// also in norm.
-void ExpectClose(const char* what, const std::vector<double>& actual, const std::vector<double>& expected,
-                 const std::vector<double>& bound, aclDataType dtype) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  int failures = 0;
-  bool all_finite = true;
-  for (size_t i = 0; i < actual.size() && failures < 10; ++i) {
-    const double a = actual[i];
-    const double rounded = optest::RoundToDType(expected[i], dtype);
-    if (a == rounded) continue;
-    bool ok = false;
-    double tolerance = 0.0;
-    if (std::isfinite(a) && std::isfinite(rounded)) {
-      tolerance = optest::UlpOf(std::max(std::fabs(rounded), std::fabs(a)), dtype) + bound[i];
-      ok = std::fabs(a - rounded) <= tolerance;
-    }
-    all_finite = all_finite && std::isfinite(a) && std::isfinite(rounded);
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << what << " element " << i << ": actual " << a << ", reference " << expected[i] << " (rounded "
-                    << rounded << "), tolerance " << tolerance;
-    }
-  }
-  double expected_norm = 0.0, bound_norm = 0.0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    all_finite = all_finite && std::isfinite(expected[i]);
-    expected_norm += expected[i] * expected[i];
-    bound_norm += bound[i] * bound[i];
-  }
-  if (failures == 0 && all_finite && dtype == ACL_FLOAT && expected_norm > 1e4 * bound_norm) {
-    EXPECT_LE(optest::RelativeNormError(actual, expected), 1e-5) << what;
-  }
-}
-
 void ExpectForwardMatches(const std::vector<double>& actual, const Problem& p, aclDataType dtype) {
   ExpectClose("output", actual, ReferenceForward(p), ErrorBounds(p).out, dtype);
 }
@@ -341,15 +309,6 @@ void ExpectBackwardMatches(const std::vector<double>& grad_value, const std::vec
       ADD_FAILURE() << "point " << point << " (location " << p.location[2 * i] << ", " << p.location[2 * i + 1]
                     << ") has no valid corner but gradients " << grad_location[2 * i] << ", "
                     << grad_location[2 * i + 1] << ", " << grad_attn[i];
-    }
-  }
-}
-
-void ExpectAllZero(const char* what, const std::vector<double>& values) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] != 0.0) {
-      ADD_FAILURE() << what << " element " << i << " is " << values[i] << ", expected exactly 0";
-      return;
     }
   }
 }
@@ -437,10 +396,6 @@ struct DeviceGradients {
         location(DeviceTensor::Output(p.LocationShape(), dtype, layouts[kGradLocation])),
         attn(DeviceTensor::Output(p.AttnShape(), dtype, layouts[kGradAttn])) {}
 };
-
-void ExpectGuardsIntact(const std::vector<const DeviceTensor*>& tensors) {
-  for (const DeviceTensor* t : tensors) EXPECT_EQ(t->CheckGuards(), "");
-}
 
 // The forward on p against the reference, guards of every tensor checked; the inputs must stay as they were.
 void CheckForward(const Problem& p, const CallConfig& setup, const Layouts& layouts = AllLayouts(Layout::kContiguous),

@@ -19,6 +19,8 @@ namespace {
 
 using optest::DeviceTensor;
 using optest::Layout;
+using optest::RawTensor;
+using optest::SelfOverlappingView;
 
 constexpr const char* kGradName = "aclnnMultiScaleDeformableAttentionGrad";
 constexpr const char* kForwardName = "aclnnMultiScaleDeformableAttnFunction";
@@ -42,34 +44,6 @@ DeviceTensor Tensor(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT) {
 DeviceTensor Output(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT) {
   return DeviceTensor::Output(std::move(shape), dtype, Layout::kContiguous);
 }
-
-// A contiguous tensor whose data is never initialized (for sizes too large to fill cheaply; phase 1 reads no data),
-// or that points at `data` without owning it.
-class RawTensor {
- public:
-  RawTensor(const std::vector<int64_t>& shape, aclDataType dtype, void* data = nullptr) {
-    const size_t bytes = static_cast<size_t>(optest::NumElements(shape)) * optest::ElementBytes(dtype);
-    if (data == nullptr) {
-      EXPECT_EQ(aclrtMalloc(&allocation_, bytes > 0 ? bytes : 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-      data = allocation_;
-    }
-    const std::vector<int64_t> strides = optest::ContiguousStrides(shape);
-    const int64_t storage[1] = {optest::NumElements(shape)};
-    tensor_ = aclCreateTensor(shape.data(), shape.size(), dtype, strides.data(), 0, ACL_FORMAT_ND, storage, 1, data);
-    EXPECT_NE(tensor_, nullptr) << optest::RecentErrorMessage();
-  }
-  ~RawTensor() {
-    if (tensor_ != nullptr) aclDestroyTensor(tensor_);
-    if (allocation_ != nullptr) aclrtFree(allocation_);
-  }
-  RawTensor(const RawTensor&) = delete;
-  RawTensor& operator=(const RawTensor&) = delete;
-  aclTensor* get() const { return tensor_; }
-
- private:
-  void* allocation_ = nullptr;
-  aclTensor* tensor_ = nullptr;
-};
 
 // Every tensor of both operators for the given sizes, inputs filled with ones, outputs with NaN.
 struct Operands {
@@ -177,20 +151,8 @@ class MsdaValidationBase {
   // Expects the status and a message "<function>: ..." containing every fragment; the fixture's outputs untouched.
   void ExpectRejected(Op op, const Args& a, aclnnStatus status, const std::vector<std::string>& fragments) {
     EXPECT_EQ(Call(op, a), status);
-    const std::string message = optest::RecentErrorMessage();
-    EXPECT_NE(message.find(std::string(OpName(op)) + ":"), std::string::npos) << message;
-    for (const std::string& fragment : fragments) {
-      EXPECT_NE(message.find(fragment), std::string::npos) << "missing \"" << fragment << "\" in: " << message;
-    }
-    for (const DeviceTensor* t : {&ops_.grad_value, &ops_.grad_location, &ops_.grad_attn, &ops_.output}) {
-      EXPECT_EQ(t->CheckGuards(), "");
-      for (double v : t->Read()) {
-        if (!std::isnan(v)) {
-          ADD_FAILURE() << "a rejected call wrote an output";
-          break;
-        }
-      }
-    }
+    optest::ExpectErrorMessage(OpName(op), fragments);
+    optest::ExpectOutputsUntouched({&ops_.grad_value, &ops_.grad_location, &ops_.grad_attn, &ops_.output});
   }
 };
 
@@ -678,16 +640,6 @@ TEST_F(MsdaGradValidation, GradAttnWeightShapeDiffers) {
     a.grad_attn = grad_attn.get();
     ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"gradAttnWeight", optest::ShapeString(shape)});
   }
-}
-
-// An output view whose elements share memory (a zero stride) would have several threads write one element.
-// `storage` must hold at least as many elements as the view's distinct positions.
-aclTensor* SelfOverlappingView(const DeviceTensor& storage, std::vector<int64_t> shape, int zero_dim) {
-  std::vector<int64_t> strides = optest::ContiguousStrides(shape);
-  strides[static_cast<size_t>(zero_dim)] = 0;
-  const int64_t storage_dims[1] = {storage.size()};
-  return aclCreateTensor(shape.data(), shape.size(), storage.dtype(), strides.data(), 0, ACL_FORMAT_ND, storage_dims, 1,
-                         storage.data());
 }
 
 TEST_F(MsdaGradValidation, SelfOverlappingOutputs) {
