@@ -28,7 +28,7 @@ import sys
 
 # parity_util.py stands beside this script; no __pycache__ is left in the source tree.
 sys.dont_write_bytecode = True
-from parity_util import argument_parser, import_torch, relative_error, report, run_runner, work_directory
+from parity_util import argument_parser, relative_error, report, run_runner, start, work_directory
 
 INTERPOLATIONS = ("bilinear", "nearest", "bicubic")
 PADDINGS = ("zeros", "border", "reflection")
@@ -86,11 +86,7 @@ def main():
     parser = argument_parser(__doc__.split("\n\n")[0], "grid_sampler2d_parity_runner", 20240521)
     parser.add_argument("--cases-per-combination", type=int, default=2)
     parser.add_argument("--grid-limit", type=float, default=GRID_LIMIT)
-    args = parser.parse_args()
-
-    np, torch = import_torch()
-    torch.set_num_threads(1)
-    rng = np.random.default_rng(args.seed)
+    args, np, torch, rng = start(parser)
     cases = make_cases(np, rng, args.cases_per_combination)
 
     with work_directory("grid_sampler2d_parity_", args.keep) as work:

@@ -104,12 +104,5 @@ std::string ParseCase(const std::string& line, ParityCase* pc) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return parity::RunParityMain(
-      argc, argv, "grid_sampler2d_parity_runner.cpp",
-      [](const std::string& dir, const std::string& line, aclrtStream stream, std::string* case_name) {
-        ParityCase pc;
-        std::string error = ParseCase(line, &pc);
-        *case_name = pc.name;
-        return error.empty() ? RunCase(dir, pc, stream) : error;
-      });
+  return parity::RunParityCases<ParityCase>(argc, argv, "grid_sampler2d_parity_runner.cpp", ParseCase, RunCase);
 }

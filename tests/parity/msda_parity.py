@@ -31,14 +31,12 @@ import sys
 
 # parity_util.py stands beside this script; no __pycache__ is left in the source tree.
 sys.dont_write_bytecode = True
-from parity_util import (SCALE_FLOOR, argument_parser, import_torch, relative_error, report, run_runner,
-                         work_directory)
+from parity_util import (SCALE_FLOOR, WorstErrors, argument_parser, compare, read_output, report, run_runner,
+                         start, torch_dtype, ulp, work_directory, write_tensor)
 
 DTYPES = ("FLOAT", "FLOAT16", "BFLOAT16")
 INDEX_DTYPES = ("INT32", "INT64")
 NORM_TOLERANCE = {"FLOAT": 1e-5, "FLOAT16": 2.0 ** -10, "BFLOAT16": 2.0 ** -7}
-# (explicit fraction bits, exponent of the smallest normal number) of each dtype, for its ulp.
-FORMATS = {"FLOAT": (23, -126), "FLOAT16": (10, -14), "BFLOAT16": (7, -126)}
 ELEMENT_ULPS = 2.0
 ELEMENT_FRACTION = 1e-5
 # Sample points within this many pixels of an integer pixel coordinate are drawn again (see the top).
@@ -46,11 +44,6 @@ EDGE_MARGIN = 1e-3
 LOCATION_LOW, LOCATION_HIGH = -0.1, 1.1
 INPUTS = ("value", "spatial_shape", "level_start_index", "location", "attn_weight", "grad_output")
 OUTPUTS = ("output", "grad_value", "grad_location", "grad_attn_weight")
-
-
-def torch_dtype(torch, name):
-    return {"FLOAT": torch.float32, "FLOAT16": torch.float16, "BFLOAT16": torch.bfloat16,
-            "INT32": torch.int32, "INT64": torch.int64}[name]
 
 
 def random_locations(np, torch, rng, shape, levels, dtype):
@@ -104,22 +97,6 @@ def make_cases(np, torch, rng, per_dtype):
     return cases
 
 
-def write_tensor(torch, tensor, path):
-    if tensor.dtype == torch.bfloat16:
-        tensor = tensor.view(torch.int16)
-    tensor.numpy().tofile(path)
-
-
-def read_output(np, path, dtype):
-    """The raw file as float64."""
-    if dtype == "FLOAT":
-        return np.fromfile(path, dtype=np.float32).astype(np.float64)
-    if dtype == "FLOAT16":
-        return np.fromfile(path, dtype=np.float16).astype(np.float64)
-    bits = np.fromfile(path, dtype=np.uint16).astype(np.uint32) << 16
-    return bits.view(np.float32).astype(np.float64)
-
-
 def composite(torch, value, levels, starts, location, attn):
     """The pure-PyTorch multi-scale deformable attention: output (bs, nq, nh * c)."""
     functional = torch.nn.functional
@@ -157,39 +134,16 @@ def expected_results(torch, levels, inputs):
     }
 
 
-def ulp(np, values, dtype):
-    mantissa_bits, min_exponent = FORMATS[dtype]
-    _, exponent = np.frexp(np.abs(values))  # |v| = m * 2^exponent, m in [0.5, 1)
-    return np.ldexp(1.0, np.maximum(exponent - 1, min_exponent) - mantissa_bits)
-
-
-def compare(np, actual, expected, dtype):
-    """(norm error, worst element's error / its tolerance, description of a failure or "")."""
-    if not np.isfinite(actual).all():
-        return float("inf"), float("inf"), "%d non-finite elements (NaN: not written)" % int(
-            (~np.isfinite(actual)).sum())
-    difference = np.abs(actual - expected)
-    norm_error = relative_error(np, actual, expected)
+def element_tolerance(np, expected, dtype):
+    """ELEMENT_ULPS ulp of each expected value plus ELEMENT_FRACTION of the output's scale (see the top)."""
     floor = max(np.abs(expected).max() if expected.size else 0.0, SCALE_FLOOR)
-    tolerance = ELEMENT_ULPS * ulp(np, expected, dtype) + ELEMENT_FRACTION * floor
-    ratio = (difference / tolerance).max() if expected.size else 0.0
-    if not norm_error <= NORM_TOLERANCE[dtype]:
-        return norm_error, ratio, "relative error %.3g > %.3g" % (norm_error, NORM_TOLERANCE[dtype])
-    if not ratio <= 1.0:
-        worst = int(np.argmax(difference / tolerance))
-        return norm_error, ratio, "element %d: actual %r, expected %r, tolerance %.3g" % (
-            worst, float(actual.ravel()[worst]), float(expected.ravel()[worst]), float(tolerance.ravel()[worst]))
-    return norm_error, ratio, ""
+    return ELEMENT_ULPS * ulp(np, expected, dtype) + ELEMENT_FRACTION * floor
 
 
 def main():
     parser = argument_parser(__doc__.split("\n\n")[0], "msda_parity_runner", 20240604)
     parser.add_argument("--cases-per-dtype", type=int, default=12)
-    args = parser.parse_args()
-
-    np, torch = import_torch()
-    torch.set_num_threads(1)
-    rng = np.random.default_rng(args.seed)
+    args, np, torch, rng = start(parser)
     cases = make_cases(np, torch, rng, args.cases_per_dtype)
 
     with work_directory("msda_parity_", args.keep) as work:
@@ -204,7 +158,7 @@ def main():
             return 1
 
         failures = []
-        worst = {}
+        worst = WorstErrors()
         for name, dtype, _, _, _, dims, levels, inputs in cases:
             expected = expected_results(torch, levels, inputs)
             for output in OUTPUTS:
@@ -213,19 +167,14 @@ def main():
                 if actual.size != reference.size:
                     failures.append("%s %s: %d elements, expected %d" % (name, output, actual.size, reference.size))
                     continue
-                norm_error, ratio, failure = compare(np, actual.reshape(reference.shape), reference, dtype)
-                key = (dtype, output)
-                if norm_error > worst.get(key, (-1.0, 0.0, ""))[0]:
-                    worst[key] = (norm_error, ratio, name)
+                norm_error, ratio, failure = compare(np, actual.reshape(reference.shape), reference,
+                                                     element_tolerance(np, reference, dtype), NORM_TOLERANCE[dtype])
+                worst.add(dtype, output, norm_error, ratio, name)
                 if failure:
                     failures.append("%s %s (dims bs, nk, nh, c, nl, nq, np = %s, levels %s): %s" % (
                         name, output, dims, levels, failure))
 
-    print("%d cases (seed %d), PyTorch %s; worst relative 2-norm error and worst element error / tolerance:"
-          % (len(cases), args.seed, torch.__version__))
-    for (dtype, output), (error, ratio, name) in sorted(worst.items()):
-        print("  %-8s %-16s %.3g (tolerance %.3g)  element %.3g  (%s)" % (
-            dtype, output, error, NORM_TOLERANCE[dtype], ratio, name))
+    worst.print_summary(len(cases), args.seed, torch, NORM_TOLERANCE)
     return report(failures)
 
 

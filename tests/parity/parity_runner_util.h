@@ -70,6 +70,21 @@ using RunCaseLine =
 // runner's source in the usage message.
 int RunParityMain(int argc, char** argv, const char* source_file, const RunCaseLine& run_case_line);
 
+// RunParityMain for a runner that parses each line into a Case (which has a `name`), then runs it; a line that does
+// not parse is reported as that case's failure.
+template <class Case>
+int RunParityCases(int argc, char** argv, const char* source_file, std::string (*parse)(const std::string&, Case*),
+                   std::string (*run)(const std::string& dir, const Case&, aclrtStream)) {
+  return RunParityMain(
+      argc, argv, source_file,
+      [parse, run](const std::string& dir, const std::string& line, aclrtStream stream, std::string* case_name) {
+        Case c;
+        const std::string error = parse(line, &c);
+        *case_name = c.name;
+        return error.empty() ? run(dir, c, stream) : error;
+      });
+}
+
 }  // namespace parity
 
 #endif  // PACL_TESTS_PARITY_PARITY_RUNNER_UTIL_H_
