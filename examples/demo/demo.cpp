@@ -3,8 +3,8 @@
 // times and bandwidths. Exits non-zero if any check fails.
 //
 // Check: max |result - reference| <= tolerance, where tolerance = k(dtype) * max |reference| with k = 1e-5 for
-// FLOAT (fp32 arithmetic), 1e-12 for DOUBLE, 2^-10 for FLOAT16 and 2^-7 for BFLOAT16 (twice the rounding step of one correctly
-// rounded result near the largest value). The unit tests check much more tightly, element by element.
+// FLOAT (fp32 arithmetic), 1e-12 for DOUBLE, 2^-10 for FLOAT16 and 2^-7 for BFLOAT16 (twice the rounding step of one
+// correctly rounded result near the largest value). The unit tests check much more tightly, element by element.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,11 +20,14 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_multi_scale_deformable_attention_grad.h"
 #include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
+#include "aclnnop/aclnn_nsa_compress.h"
+#include "aclnnop/aclnn_nsa_compress_grad.h"
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "reference/float_formats.h"
 #include "reference/grid_sampler2d_reference.h"
 #include "reference/msda_reference.h"
+#include "reference/nsa_compress_reference.h"
 #include "reference/scaled_masked_softmax_reference.h"
 
 namespace {
@@ -82,6 +85,16 @@ int64_t ElementCount(const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
   return count;
+}
+
+// A row not yet run: output "" when the operator has one output.
+Row MakeRow(const char* op, const char* output, aclDataType dtype, const std::vector<int64_t>& shape) {
+  Row row;
+  row.op = op;
+  row.output = output;
+  row.dtype = dtype;
+  row.shape = ShapeString(shape);
+  return row;
 }
 
 // aclGetRecentErrMsg() returns NULL when no message is pending.
@@ -212,6 +225,30 @@ std::string RunTimed(aclrtStream stream, uint64_t workspace_size, aclOpExecutor*
   return error;
 }
 
+// RunTimed on a successful phase 1, else the phase-1 failure (phase1_name and its status).
+std::string TimedCall(aclrtStream stream, aclnnStatus phase1_status, const char* phase1_name, uint64_t workspace_size,
+                      aclOpExecutor* executor, Phase2 phase2, double* best_milliseconds) {
+  if (phase1_status != ACLNN_SUCCESS) return Failure(phase1_name, phase1_status);
+  return RunTimed(stream, workspace_size, executor, phase2, best_milliseconds);
+}
+
+// The rows of one call's outputs (already checked), with the call's time and its bandwidth for `bytes` moved.
+void PushTimedRows(double milliseconds, double bytes, const std::vector<Row*>& outputs, std::vector<Row>* rows) {
+  for (Row* row : outputs) {
+    row->milliseconds = milliseconds;
+    row->gbps = bytes / (milliseconds * 1e-3) / 1e9;
+    rows->push_back(*row);
+  }
+}
+
+// The rows of one call's outputs when the call (or reading its results) failed.
+void PushFailedRows(const std::string& error, const std::vector<Row*>& outputs, std::vector<Row>* rows) {
+  for (Row* row : outputs) {
+    row->error = error;
+    rows->push_back(*row);
+  }
+}
+
 // relative_tolerance: k(dtype) above unless a caller knows better.
 void Check(const std::vector<double>& got, const std::vector<double>& expected, Row* row,
            double relative_tolerance = 0) {
@@ -248,12 +285,8 @@ void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<R
   const double scale = 0.125;
   const int64_t count = ElementCount(shape);
 
-  Row forward;
-  forward.op = "ScaledMaskedSoftmax";
-  forward.dtype = dtype;
-  forward.shape = ShapeString(shape);
-  Row backward = forward;
-  backward.op = "ScaledMaskedSoftmaxBackward";
+  Row forward = MakeRow("ScaledMaskedSoftmax", "", dtype, shape);
+  Row backward = MakeRow("ScaledMaskedSoftmaxBackward", "", dtype, shape);
 
   std::vector<uint8_t> mask(static_cast<size_t>(ElementCount(mask_shape)));
   for (int64_t b = 0; b < B; ++b) {
@@ -279,9 +312,8 @@ void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<R
   if (error.empty()) {
     aclnnStatus status = aclnnScaledMaskedSoftmaxGetWorkspaceSize(x_dev.tensor(), mask_dev.tensor(), scale, false,
                                                                   y_dev.tensor(), &workspace_size, &executor);
-    error = status == ACLNN_SUCCESS ? RunTimed(stream, workspace_size, executor, aclnnScaledMaskedSoftmax,
-                                               &forward.milliseconds)
-                                    : Failure("aclnnScaledMaskedSoftmaxGetWorkspaceSize", status);
+    error = TimedCall(stream, status, "aclnnScaledMaskedSoftmaxGetWorkspaceSize", workspace_size, executor,
+                      aclnnScaledMaskedSoftmax, &forward.milliseconds);
   }
   std::vector<unsigned char> y_bytes;
   if (error.empty()) error = y_dev.CopyOut(&y_bytes);
@@ -303,12 +335,11 @@ void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<R
   rows->push_back(forward);
 
   // Backward.
-  aclnnStatus status = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(
-      grad_output_dev.tensor(), y_dev.tensor(), mask_dev.tensor(), scale, false, out_dev.tensor(), &workspace_size,
-      &executor);
-  error = status == ACLNN_SUCCESS
-              ? RunTimed(stream, workspace_size, executor, aclnnScaledMaskedSoftmaxBackward, &backward.milliseconds)
-              : Failure("aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", status);
+  aclnnStatus status =
+      aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output_dev.tensor(), y_dev.tensor(), mask_dev.tensor(),
+                                                       scale, false, out_dev.tensor(), &workspace_size, &executor);
+  error = TimedCall(stream, status, "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", workspace_size, executor,
+                    aclnnScaledMaskedSoftmaxBackward, &backward.milliseconds);
   std::vector<unsigned char> out_bytes;
   if (error.empty()) error = out_dev.CopyOut(&out_bytes);
   if (!error.empty()) {
@@ -343,12 +374,8 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
   const int interpolation = 0, padding = 0;
   const bool align_corners = false;
 
-  Row forward;
-  forward.op = "GridSampler2D";
-  forward.dtype = dtype;
-  forward.shape = ShapeString(input_shape);
-  Row backward = forward;
-  backward.op = "GridSampler2DBackward";
+  Row forward = MakeRow("GridSampler2D", "", dtype, input_shape);
+  Row backward = MakeRow("GridSampler2DBackward", "", dtype, input_shape);
 
   std::vector<double> input = RandomValues(ElementCount(input_shape), -1.0, 1.0, 3);
   std::vector<double> grad_output = RandomValues(ElementCount(out_shape), -1.0, 1.0, 4);
@@ -380,12 +407,11 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
   if (error.empty()) {
-    aclnnStatus status = aclnnGridSampler2DGetWorkspaceSize(input_dev.tensor(), grid_dev.tensor(), interpolation,
-                                                            padding, align_corners, out_dev.tensor(),
-                                                            &workspace_size, &executor);
-    error = status == ACLNN_SUCCESS
-                ? RunTimed(stream, workspace_size, executor, aclnnGridSampler2D, &forward.milliseconds)
-                : Failure("aclnnGridSampler2DGetWorkspaceSize", status);
+    aclnnStatus status =
+        aclnnGridSampler2DGetWorkspaceSize(input_dev.tensor(), grid_dev.tensor(), interpolation, padding, align_corners,
+                                           out_dev.tensor(), &workspace_size, &executor);
+    error = TimedCall(stream, status, "aclnnGridSampler2DGetWorkspaceSize", workspace_size, executor,
+                      aclnnGridSampler2D, &forward.milliseconds);
   }
   std::vector<unsigned char> out_bytes;
   if (error.empty()) error = out_dev.CopyOut(&out_bytes);
@@ -408,9 +434,8 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
     aclnnStatus status = aclnnGridSampler2DBackwardGetWorkspaceSize(
         grad_output_dev.tensor(), input_dev.tensor(), grid_dev.tensor(), interpolation, padding, align_corners,
         output_mask, input_grad_dev.tensor(), grid_grad_dev.tensor(), &workspace_size, &executor);
-    error = status == ACLNN_SUCCESS
-                ? RunTimed(stream, workspace_size, executor, aclnnGridSampler2DBackward, &backward.milliseconds)
-                : Failure("aclnnGridSampler2DBackwardGetWorkspaceSize", status);
+    error = TimedCall(stream, status, "aclnnGridSampler2DBackwardGetWorkspaceSize", workspace_size, executor,
+                      aclnnGridSampler2DBackward, &backward.milliseconds);
   }
   if (output_mask != nullptr) aclDestroyBoolArray(output_mask);
   std::vector<unsigned char> input_grad_bytes, grid_grad_bytes;
@@ -462,20 +487,10 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
   const std::vector<int64_t> attn_shape = {s.bs, s.nq, s.nh, s.nl, s.np};
   const std::vector<int64_t> output_shape = {s.bs, s.nq, s.nh * s.c};
 
-  Row forward;
-  forward.op = "MultiScaleDeformableAttnFunction";
-  forward.dtype = dtype;
-  forward.shape = ShapeString(output_shape);
-  Row grad_value_row = forward;
-  grad_value_row.op = "MultiScaleDeformableAttentionGrad";
-  grad_value_row.output = "gradValue";
-  grad_value_row.shape = ShapeString(value_shape);
-  Row grad_location_row = grad_value_row;
-  grad_location_row.output = "gradLocation";
-  grad_location_row.shape = ShapeString(location_shape);
-  Row grad_attn_row = grad_value_row;
-  grad_attn_row.output = "gradAttnWeight";
-  grad_attn_row.shape = ShapeString(attn_shape);
+  Row forward = MakeRow("MultiScaleDeformableAttnFunction", "", dtype, output_shape);
+  Row grad_value_row = MakeRow("MultiScaleDeformableAttentionGrad", "gradValue", dtype, value_shape);
+  Row grad_location_row = MakeRow("MultiScaleDeformableAttentionGrad", "gradLocation", dtype, location_shape);
+  Row grad_attn_row = MakeRow("MultiScaleDeformableAttentionGrad", "gradAttnWeight", dtype, attn_shape);
 
   std::vector<double> value = RandomValues(ElementCount(value_shape), -1.0, 1.0, 6);
   std::vector<double> grad_output = RandomValues(ElementCount(output_shape), -1.0, 1.0, 7);
@@ -527,9 +542,8 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
     aclnnStatus status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
         value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
         attn_dev.tensor(), output_dev.tensor(), &workspace_size, &executor);
-    error = status == ACLNN_SUCCESS ? RunTimed(stream, workspace_size, executor,
-                                               aclnnMultiScaleDeformableAttnFunction, &forward.milliseconds)
-                                    : Failure("aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize", status);
+    error = TimedCall(stream, status, "aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize", workspace_size, executor,
+                      aclnnMultiScaleDeformableAttnFunction, &forward.milliseconds);
   }
   std::vector<unsigned char> output_bytes;
   if (error.empty()) error = output_dev.CopyOut(&output_bytes);
@@ -551,19 +565,15 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
         value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
         attn_dev.tensor(), grad_output_dev.tensor(), grad_value_dev.tensor(), grad_location_dev.tensor(),
         grad_attn_dev.tensor(), &workspace_size, &executor);
-    error = status == ACLNN_SUCCESS ? RunTimed(stream, workspace_size, executor,
-                                               aclnnMultiScaleDeformableAttentionGrad, &backward_milliseconds)
-                                    : Failure("aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize", status);
+    error = TimedCall(stream, status, "aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize", workspace_size,
+                      executor, aclnnMultiScaleDeformableAttentionGrad, &backward_milliseconds);
   }
   std::vector<unsigned char> grad_value_bytes, grad_location_bytes, grad_attn_bytes;
   if (error.empty()) error = grad_value_dev.CopyOut(&grad_value_bytes);
   if (error.empty()) error = grad_location_dev.CopyOut(&grad_location_bytes);
   if (error.empty()) error = grad_attn_dev.CopyOut(&grad_attn_bytes);
   if (!error.empty()) {
-    for (Row* row : {&grad_value_row, &grad_location_row, &grad_attn_row}) {
-      row->error = error;
-      rows->push_back(*row);
-    }
+    PushFailedRows(error, {&grad_value_row, &grad_location_row, &grad_attn_row}, rows);
     return;
   }
   std::vector<double> expected_grad_value(value.size()), expected_grad_location(location.size()),
@@ -574,14 +584,93 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
   Check(Decode(grad_value_bytes, dtype), expected_grad_value, &grad_value_row);
   Check(Decode(grad_location_bytes, dtype), expected_grad_location, &grad_location_row);
   Check(Decode(grad_attn_bytes, dtype), expected_grad_attn, &grad_attn_row);
-  const double backward_gbps = (input_bytes + static_cast<double>(grad_output_dev.bytes() + grad_value_dev.bytes() +
-                                                                   grad_location_dev.bytes() + grad_attn_dev.bytes())) /
-                               (backward_milliseconds * 1e-3) / 1e9;
-  for (Row* row : {&grad_value_row, &grad_location_row, &grad_attn_row}) {
-    row->milliseconds = backward_milliseconds;
-    row->gbps = backward_gbps;
-    rows->push_back(*row);
+  const double backward_bytes = input_bytes + static_cast<double>(grad_output_dev.bytes() + grad_value_dev.bytes() +
+                                                                  grad_location_dev.bytes() + grad_attn_dev.bytes());
+  PushTimedRows(backward_milliseconds, backward_bytes, {&grad_value_row, &grad_location_row, &grad_attn_row}, rows);
+}
+
+// NsaCompress forward and backward (Native Sparse Attention's key/value compression), one dtype: 4 sequences of
+// 1024, 20, 1979 and 1093 tokens (the second shorter than a block: it has no block, and its inputGrad is all
+// zeros), 4 heads of 128, compressBlockSize 32, compressStride 16, layout "TND".
+void RunNsaCompress(aclrtStream stream, aclDataType dtype, std::vector<Row>* rows) {
+  const std::vector<int64_t> act_seq_len = {1024, 1044, 3023, 4116};
+  const int64_t block_size = 32, stride = 16;
+  const ref::NsaCompressShape s{act_seq_len.back(), 4, 128, block_size};
+  const std::vector<int64_t> block_starts = ref::NsaCompressBlockStarts(act_seq_len, block_size, stride);
+  const std::vector<int64_t> input_shape = {s.tokens, s.heads, s.dim};
+  const std::vector<int64_t> weight_shape = {block_size, s.heads};
+  const std::vector<int64_t> output_shape = {static_cast<int64_t>(block_starts.size()), s.heads, s.dim};
+
+  Row forward = MakeRow("NsaCompress", "", dtype, output_shape);
+  Row input_grad_row = MakeRow("NsaCompressGrad", "inputGrad", dtype, input_shape);
+  Row weight_grad_row = MakeRow("NsaCompressGrad", "weightGrad", dtype, weight_shape);
+
+  std::vector<double> input = RandomValues(ElementCount(input_shape), -1.0, 1.0, 11);
+  std::vector<double> weight = RandomValues(ElementCount(weight_shape), -0.25, 0.25, 12);
+  std::vector<double> output_grad = RandomValues(ElementCount(output_shape), -1.0, 1.0, 13);
+  RoundTo(dtype, &input);
+  RoundTo(dtype, &weight);
+  RoundTo(dtype, &output_grad);
+
+  DeviceTensor input_dev, weight_dev, output_dev, output_grad_dev, input_grad_dev, weight_grad_dev;
+  std::string error = input_dev.Create(input_shape, dtype, Encode(input, dtype));
+  if (error.empty()) error = weight_dev.Create(weight_shape, dtype, Encode(weight, dtype));
+  if (error.empty()) error = output_dev.Create(output_shape, dtype, {});
+  if (error.empty()) error = output_grad_dev.Create(output_shape, dtype, Encode(output_grad, dtype));
+  if (error.empty()) error = input_grad_dev.Create(input_shape, dtype, {});
+  if (error.empty()) error = weight_grad_dev.Create(weight_shape, dtype, {});
+  aclIntArray* act_seq_len_array = aclCreateIntArray(act_seq_len.data(), act_seq_len.size());
+  if (error.empty() && act_seq_len_array == nullptr) error = "aclCreateIntArray: " + RecentErrorMessage();
+  char layout[] = "TND";
+  const double input_bytes = static_cast<double>(input_dev.bytes() + weight_dev.bytes());
+
+  // Forward.
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  if (error.empty()) {
+    aclnnStatus status =
+        aclnnNsaCompressGetWorkspaceSize(input_dev.tensor(), weight_dev.tensor(), act_seq_len_array, layout, block_size,
+                                         stride, 0, output_dev.tensor(), &workspace_size, &executor);
+    error = TimedCall(stream, status, "aclnnNsaCompressGetWorkspaceSize", workspace_size, executor, aclnnNsaCompress,
+                      &forward.milliseconds);
   }
+  std::vector<unsigned char> output_bytes;
+  if (error.empty()) error = output_dev.CopyOut(&output_bytes);
+  if (error.empty()) {
+    std::vector<double> expected(static_cast<size_t>(ElementCount(output_shape)));
+    ref::NsaCompressForward(input.data(), weight.data(), block_starts, s, expected.data());
+    Check(Decode(output_bytes, dtype), expected, &forward);
+    forward.gbps = (input_bytes + static_cast<double>(output_dev.bytes())) / (forward.milliseconds * 1e-3) / 1e9;
+  } else {
+    forward.error = error;
+  }
+  rows->push_back(forward);
+
+  // Backward: one call, two outputs, each checked against its own largest value.
+  double backward_milliseconds = NAN;
+  if (error.empty()) {
+    aclnnStatus status = aclnnNsaCompressGradGetWorkspaceSize(
+        output_grad_dev.tensor(), input_dev.tensor(), weight_dev.tensor(), act_seq_len_array, block_size, stride, 0,
+        layout, input_grad_dev.tensor(), weight_grad_dev.tensor(), &workspace_size, &executor);
+    error = TimedCall(stream, status, "aclnnNsaCompressGradGetWorkspaceSize", workspace_size, executor,
+                      aclnnNsaCompressGrad, &backward_milliseconds);
+  }
+  if (act_seq_len_array != nullptr) aclDestroyIntArray(act_seq_len_array);
+  std::vector<unsigned char> input_grad_bytes, weight_grad_bytes;
+  if (error.empty()) error = input_grad_dev.CopyOut(&input_grad_bytes);
+  if (error.empty()) error = weight_grad_dev.CopyOut(&weight_grad_bytes);
+  if (!error.empty()) {
+    PushFailedRows(error, {&input_grad_row, &weight_grad_row}, rows);
+    return;
+  }
+  std::vector<double> expected_input_grad(input.size()), expected_weight_grad(weight.size());
+  ref::NsaCompressBackward(input.data(), weight.data(), output_grad.data(), block_starts, s, expected_input_grad.data(),
+                           expected_weight_grad.data());
+  Check(Decode(input_grad_bytes, dtype), expected_input_grad, &input_grad_row);
+  Check(Decode(weight_grad_bytes, dtype), expected_weight_grad, &weight_grad_row);
+  const double backward_bytes =
+      input_bytes + static_cast<double>(output_grad_dev.bytes() + input_grad_dev.bytes() + weight_grad_dev.bytes());
+  PushTimedRows(backward_milliseconds, backward_bytes, {&input_grad_row, &weight_grad_row}, rows);
 }
 
 bool Ok(aclError status, const char* call) {
@@ -608,6 +697,7 @@ int main() {
   for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunScaledMaskedSoftmax(stream, dtype, &rows);
   for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE}) RunGridSampler2D(stream, dtype, &rows);
   for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunMultiScaleDeformableAttention(stream, dtype, &rows);
+  for (aclDataType dtype : {ACL_FLOAT16, ACL_BF16}) RunNsaCompress(stream, dtype, &rows);
 
   // A row that checks one of several outputs is labelled "operator:output".
   auto label = [](const Row& row) { return row.output.empty() ? row.op : row.op + ":" + row.output; };
