@@ -32,7 +32,9 @@ def time_call(call, repetitions, min_time):
 def read_aclnn_json(path):
     """{case name: (milliseconds, GB/s, triad%)} from aclnn_bench's JSON output; medians when it has them."""
     with open(path) as f:
-        report = json.load(f)
+        text = f.read()
+    # aclnn_bench leaves the file empty when --benchmark_filter matched no case.
+    report = json.loads(text) if text.strip() else {}
     scale_to_ms = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
     iterations, medians = {}, {}
     for entry in report.get("benchmarks", []):
