@@ -23,16 +23,16 @@
 //
 // Layout. Work is on fp32 rows of c channels, vectorised over channels (c is a multiple of 8: whole vectors of
 // the target, plus one 8-lane vector on 16-lane targets); a corner's weight is computed once and shared by all
-// channels. Forward: value is read in place when it is FLOAT with unit channel stride (else from an fp32 copy in
-// the workspace, layout (bs, nh, nk, c)); up to 4 vectors of sums stay in registers while the row's corners are
-// walked. Backward: value and the gradValue sums are always compact fp32 planes (bs, nh, nk, c) in the workspace:
+// channels. Forward: value is read from a compact fp32 copy in the workspace, layout (bs, nh, nk, c), unless it is
+// FLOAT with unit channel stride and the queries are few (then in place: see PlanForwardWorkspace); up to 4
+// vectors of sums stay in registers while the row's corners are walked. Backward: value and the gradValue sums are always compact fp32 planes (bs, nh, nk, c) in the workspace:
 // its tasks walk one (image, head) plane, whose rows in the caller's layout would lie nh * c floats apart and
 // crowd into a fraction of the cache sets. The sums are converted once at the end (fp16/bf16 rounded once).
 // location, attnWeight, gradOutput and the small outputs are read and written through their strides in any float
 // dtype.
 //
-// Parallelism and determinism. Forward: tasks of kQueriesPerTask (image, query) pairs, all heads of a query
-// together, each writing its own output rows; a row sums its corners in a fixed order (corner k, then point).
+// Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
+// writing its own output rows; a row sums its corners in a fixed order (corner k, then point).
 // Backward: one task per (image, head), a split fixed by the shape alone. The task zeroes its gradValue plane,
 // walks its queries in ascending order and each row's corners in the fixed order, scattering attn * weight *
 // gradOutput into the plane and taking one dot product gradOutput . value row per corner (one fixed lane
@@ -609,8 +609,8 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   const HeadRows& out = params.output;
   const bool out_in_place = out.desc.dtype == ACL_FLOAT && out.channel_stride == 1;
 
-  // Tasks are runs of kQueriesPerTask (image, query) rows, all heads of a query together: a key's heads share
-  // cache lines' neighbours, which measured faster than walking one head's queries at a time.
+  // Tasks are runs of kQueriesPerTask queries of one (image, head): neighbouring queries sample neighbouring rows
+  // of that head's plane, which stay in cache.
   const int64_t runs_per_head = (s.queries + kQueriesPerTask - 1) / kQueriesPerTask;
   ParallelFor(s.batch * s.heads * runs_per_head, 1, [&](int64_t begin, int64_t end) {
     const auto row = std::make_unique<RowPoints>();
