@@ -12,6 +12,7 @@
 #include "pacl/op_glue.h"
 #include "pacl/tensor.h"
 #include "pacl/tensor_objects.h"
+#include "pacl/workspace_plan.h"
 
 namespace pacl::grid_sampler2d {
 namespace {
@@ -83,22 +84,6 @@ SamplerModes Modes(int64_t interpolation_mode, int64_t padding_mode, bool align_
   return modes;
 }
 
-// Workspace sizes saturate at UINT64_MAX instead of wrapping (such a size then fails to allocate).
-uint64_t SaturatingMul(uint64_t a, uint64_t b) {
-  uint64_t product = 0;
-  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
-}
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
-// Byte offset of the next 64-byte aligned array of `bytes` bytes; advances *used.
-int64_t Reserve(uint64_t* used, uint64_t bytes) {
-  const uint64_t start = SaturatingAdd(*used, 63) / 64 * 64;
-  *used = SaturatingAdd(start, bytes);
-  return static_cast<int64_t>(start);
-}
-
-uint64_t WithAlignmentSlack(uint64_t used) { return used == 0 ? 0 : SaturatingAdd(used, 64); }
-
 // Elements of the blocked fp32 layout [N][ceil(C / 16)][Hin][Win][16] of the fp32 path.
 uint64_t BlockedElements(const SamplerShape& s) {
   const uint64_t blocks = static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
@@ -107,8 +92,6 @@ uint64_t BlockedElements(const SamplerShape& s) {
   elements = SaturatingMul(elements, static_cast<uint64_t>(s.in_width));
   return SaturatingMul(elements, static_cast<uint64_t>(kFloatChannelsPerBlock));
 }
-
-bool IsHalfType(aclDataType dtype) { return dtype == ACL_FLOAT16 || dtype == ACL_BF16; }
 
 }  // namespace
 
@@ -126,50 +109,44 @@ int64_t BackwardChannelsPerBlock(const SamplerShape& shape, aclDataType dtype) {
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   const SamplerShape& s = params.shape;
   WorkspacePlan plan;
-  uint64_t used = 0;
+  WorkspaceLayout layout;
   const bool writes_output = s.batch * s.channels * s.out_height * s.out_width > 0;
   if (params.input.desc.dtype != ACL_DOUBLE && writes_output) {
     // The fp32 path samples a blocked fp32 copy of the input.
-    plan.input_copy = Reserve(&used, SaturatingMul(BlockedElements(s), sizeof(float)));
+    plan.input_copy = layout.Reserve(SaturatingMul(BlockedElements(s), sizeof(float)));
   }
-  plan.bytes = WithAlignmentSlack(used);
+  plan.bytes = layout.TotalBytes();
   return plan;
 }
 
 WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   const SamplerShape& s = params.shape;
   WorkspacePlan plan;
-  uint64_t used = 0;
-  const uint64_t input_elements = static_cast<uint64_t>(s.batch * s.channels * s.in_height * s.in_width);
+  WorkspaceLayout layout;
   const uint64_t pixels = static_cast<uint64_t>(s.batch * s.out_height * s.out_width);
-  const bool half = IsHalfType(params.input.desc.dtype);
   const bool nearest = params.modes.interpolation == Interpolation::kNearest;
   // The input's values are only needed for gridGrad, which nearest does not use.
   const bool reads_input = params.want_grid_grad && !nearest && pixels > 0;
   if (params.input.desc.dtype != ACL_DOUBLE) {
-    // The fp32 path: a blocked fp32 copy of the input (gridGrad), blocked fp32 inputGrad sums, and per-block
-    // gridGrad partial sums.
+    // The fp32 path (FLOAT, FLOAT16, BFLOAT16): a blocked fp32 copy of the input (gridGrad), blocked fp32
+    // inputGrad sums, and per-block gridGrad partial sums.
     const uint64_t blocked_bytes = SaturatingMul(BlockedElements(s), sizeof(float));
     if (reads_input && s.channels > 0) {
-      plan.input_copy = Reserve(&used, blocked_bytes);
-      const uint64_t blocks =
-          static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
-      plan.grid_partials = Reserve(&used, SaturatingMul(SaturatingMul(blocks, pixels), 2 * sizeof(float)));
+      plan.input_copy = layout.Reserve(blocked_bytes);
+      const uint64_t blocks = static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
+      plan.grid_partials = layout.Reserve(SaturatingMul(SaturatingMul(blocks, pixels), 2 * sizeof(float)));
     }
-    if (params.want_input_grad && s.channels > 0) plan.input_grad_acc = Reserve(&used, blocked_bytes);
-    plan.bytes = WithAlignmentSlack(used);
+    if (params.want_input_grad && s.channels > 0) plan.input_grad_acc = layout.Reserve(blocked_bytes);
+    plan.bytes = layout.TotalBytes();
     return plan;
   }
-  if (half && reads_input && input_elements > 0) plan.input_copy = Reserve(&used, input_elements * sizeof(float));
-  if (half && params.want_input_grad && input_elements > 0) {
-    plan.input_grad_acc = Reserve(&used, input_elements * sizeof(float));
-  }
+  // DOUBLE (the plane path) needs only the per-block gridGrad partial sums, when there is more than one block.
   const int64_t blocks = s.channels > 0 ? (s.channels + params.channels_per_block - 1) / params.channels_per_block : 0;
   if (reads_input && blocks > 1) {
-    const uint64_t element_bytes = params.input.desc.dtype == ACL_DOUBLE ? sizeof(double) : sizeof(float);
-    plan.grid_partials = Reserve(&used, static_cast<uint64_t>(blocks) * pixels * 2 * element_bytes);
+    plan.grid_partials =
+        layout.Reserve(SaturatingMul(SaturatingMul(static_cast<uint64_t>(blocks), pixels), 2 * sizeof(double)));
   }
-  plan.bytes = WithAlignmentSlack(used);
+  plan.bytes = layout.TotalBytes();
   return plan;
 }
 
@@ -204,8 +181,7 @@ extern "C" aclnnStatus aclnnGridSampler2DGetWorkspaceSize(const aclTensor* input
                    "shape %s, got %s",
                    static_cast<long long>(input_desc.shape[0]), static_cast<long long>(input_desc.shape[1]),
                    static_cast<long long>(grid_desc.shape[1]), static_cast<long long>(grid_desc.shape[2]),
-                   input_desc.ShapeString().c_str(), grid_desc.ShapeString().c_str(),
-                   out_desc.ShapeString().c_str()) ||
+                   input_desc.ShapeString().c_str(), grid_desc.ShapeString().c_str(), out_desc.ShapeString().c_str()) ||
       !gs::CheckFormats(check, {{&input_desc, "input"}, {&grid_desc, "grid"}, {&out_desc, "out"}}) ||
       !check.DistinctOutputElements(out_desc, "out")) {
     return check.status();
@@ -228,10 +204,12 @@ extern "C" aclnnStatus aclnnGridSampler2D(void* workspace, uint64_t workspaceSiz
   return pacl::RunExecutor(gs::kForwardName, workspace, workspaceSize, executor, stream);
 }
 
-extern "C" aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
-    const aclTensor* gradOutput, const aclTensor* input, const aclTensor* grid, int64_t interpolationMode,
-    int64_t paddingMode, bool alignCorners, const aclBoolArray* outputMask, aclTensor* inputGrad, aclTensor* gridGrad,
-    uint64_t* workspaceSize, aclOpExecutor** executor) {
+extern "C" aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* input,
+                                                                  const aclTensor* grid, int64_t interpolationMode,
+                                                                  int64_t paddingMode, bool alignCorners,
+                                                                  const aclBoolArray* outputMask, aclTensor* inputGrad,
+                                                                  aclTensor* gridGrad, uint64_t* workspaceSize,
+                                                                  aclOpExecutor** executor) {
   OpChecker check(gs::kBackwardName);
   if (!check.Tensor(gradOutput, "gradOutput") || !check.Tensor(input, "input") || !check.Tensor(grid, "grid") ||
       !check.Tensor(inputGrad, "inputGrad") || !check.Tensor(gridGrad, "gridGrad") ||
@@ -253,8 +231,7 @@ extern "C" aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
       !check.Check(input_desc.shape[0] == grid_desc.shape[0] && input_desc.shape[0] == dy_desc.shape[0],
                    "dim 0 (N) of input, grid and gradOutput must be equal, got input shape %s, grid shape %s and "
                    "gradOutput shape %s",
-                   input_desc.ShapeString().c_str(), grid_desc.ShapeString().c_str(),
-                   dy_desc.ShapeString().c_str()) ||
+                   input_desc.ShapeString().c_str(), grid_desc.ShapeString().c_str(), dy_desc.ShapeString().c_str()) ||
       !check.Check(input_desc.shape[1] == dy_desc.shape[1],
                    "dim 1 (C) of input and gradOutput must be equal, got input shape %s and gradOutput shape %s",
                    input_desc.ShapeString().c_str(), dy_desc.ShapeString().c_str()) ||

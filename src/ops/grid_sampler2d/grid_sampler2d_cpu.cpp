@@ -80,6 +80,7 @@
 #include "pacl/convert.h"
 #include "pacl/dtype.h"
 #include "pacl/parallel.h"
+#include "pacl/workspace_plan.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "grid_sampler2d/grid_sampler2d_cpu.cpp"
@@ -629,8 +630,7 @@ struct AccView {
 template <class T>
 T* WorkspaceArray(void* workspace, int64_t offset) {
   // The plan's offsets are relative to the workspace rounded up to 64 bytes (phase 1 asked for 64 bytes more).
-  const uintptr_t aligned = (reinterpret_cast<uintptr_t>(workspace) + 63) / 64 * 64;
-  return reinterpret_cast<T*>(aligned + static_cast<uintptr_t>(offset));
+  return reinterpret_cast<T*>(AlignedWorkspace(workspace) + offset);
 }
 
 void ContiguousStrides(const SamplerShape& s, int64_t* strides) {
