@@ -89,6 +89,22 @@ decltype(auto) DispatchFloatOrDouble(aclDataType dtype, Fn&& fn) {
   return DispatchFloat(dtype, static_cast<Fn&&>(fn));
 }
 
+// One element of a FLOAT, FLOAT16 or BFLOAT16 array at byte address p (any alignment): widened exactly, or stored
+// rounded to nearest even.
+inline float LoadFloatElement(aclDataType dtype, const void* p) {
+  return DispatchFloat(dtype, [p](auto tag) {
+    typename decltype(tag)::type v;
+    std::memcpy(&v, p, sizeof v);
+    return ToFloat(v);
+  });
+}
+inline void StoreFloatElement(aclDataType dtype, void* p, float value) {
+  DispatchFloat(dtype, [p, value](auto tag) {
+    const auto v = FromFloat<typename decltype(tag)::type>(value);
+    std::memcpy(p, &v, sizeof v);
+  });
+}
+
 }  // namespace pacl
 
 #endif  // PACL_DTYPE_H_

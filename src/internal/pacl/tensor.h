@@ -43,6 +43,10 @@ struct TensorDesc {
   PACL_INTERNAL_API bool ElementsAreDistinct() const;
   // Size of one element in bytes.
   PACL_INTERNAL_API size_t ElementSize() const;
+  // Address of storage element `element`, an element index counted from data (offset and strides applied).
+  char* ElementAt(int64_t element) const {
+    return static_cast<char*>(data) + element * static_cast<int64_t>(ElementSize());
+  }
   // Address of the view's element at index (rank entries).
   char* ElementAddress(const int64_t* index) const {
     int64_t element = offset;

@@ -25,11 +25,11 @@
 // the target, plus one 8-lane vector on 16-lane targets); a corner's weight is computed once and shared by all
 // channels. Forward: value is read from a compact fp32 copy in the workspace, layout (bs, nh, nk, c), unless it is
 // FLOAT with unit channel stride and the queries are few (then in place: see PlanForwardWorkspace); up to 4
-// vectors of sums stay in registers while the row's corners are walked. Backward: value and the gradValue sums are always compact fp32 planes (bs, nh, nk, c) in the workspace:
-// its tasks walk one (image, head) plane, whose rows in the caller's layout would lie nh * c floats apart and
-// crowd into a fraction of the cache sets. The sums are converted once at the end (fp16/bf16 rounded once).
-// location, attnWeight, gradOutput and the small outputs are read and written through their strides in any float
-// dtype.
+// vectors of sums stay in registers while the row's corners are walked. Backward: value and the gradValue sums are
+// always compact fp32 planes (bs, nh, nk, c) in the workspace: its tasks walk one (image, head) plane, whose rows in
+// the caller's layout would lie nh * c floats apart and crowd into a fraction of the cache sets. The sums are converted
+// once at the end (fp16/bf16 rounded once). location, attnWeight, gradOutput and the small outputs are read and written
+// through their strides in any float dtype.
 //
 // Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
 // writing its own output rows; a row sums its corners in a fixed order (corner k, then point).
@@ -296,29 +296,6 @@ namespace {
 constexpr int64_t kQueriesPerTask = 1024;
 constexpr int64_t kFastMaxMapSide = int64_t{1} << 24;
 
-// One element of a float tensor (FLOAT, FLOAT16 or BFLOAT16) by element index from its data pointer.
-float LoadFloat(const TensorDesc& t, int64_t element) {
-  const char* base = static_cast<const char*>(t.data);
-  if (t.dtype == ACL_FLOAT16 || t.dtype == ACL_BF16) {
-    uint16_t bits;
-    std::memcpy(&bits, base + element * 2, sizeof bits);
-    return t.dtype == ACL_FLOAT16 ? HalfToFloat(bits) : BFloat16ToFloat(bits);
-  }
-  float v;
-  std::memcpy(&v, base + element * 4, sizeof v);
-  return v;
-}
-
-void StoreFloat(const TensorDesc& t, int64_t element, float v) {
-  char* base = static_cast<char*>(t.data);
-  if (t.dtype == ACL_FLOAT16 || t.dtype == ACL_BF16) {
-    const uint16_t bits = t.dtype == ACL_FLOAT16 ? FloatToHalf(v) : FloatToBFloat16(v);
-    std::memcpy(base + element * 2, &bits, sizeof bits);
-    return;
-  }
-  std::memcpy(base + element * 4, &v, sizeof v);
-}
-
 int64_t LoadIndex(const TensorDesc& t, int64_t element) {
   const char* base = static_cast<const char*>(t.data);
   if (t.dtype == ACL_INT32) {
@@ -489,9 +466,10 @@ void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoint
   for (int64_t l = 0; l < s.levels; ++l) {
     for (int64_t p = 0; p < s.points; ++p, ++i) {
       const int64_t loc = PointElement(sampler.location, b, q, h, l, p);
-      row->loc_x[i] = LoadFloat(sampler.location, loc);
-      row->loc_y[i] = LoadFloat(sampler.location, loc + coordinate_stride);
-      row->attn[i] = LoadFloat(sampler.attn_weight, PointElement(sampler.attn_weight, b, q, h, l, p));
+      row->loc_x[i] = LoadFloatElement(sampler.location.dtype, sampler.location.ElementAt(loc));
+      row->loc_y[i] = LoadFloatElement(sampler.location.dtype, sampler.location.ElementAt(loc + coordinate_stride));
+      row->attn[i] = LoadFloatElement(sampler.attn_weight.dtype,
+                                      sampler.attn_weight.ElementAt(PointElement(sampler.attn_weight, b, q, h, l, p)));
     }
   }
   for (; i < row->stride; ++i) {
@@ -518,7 +496,7 @@ constexpr int64_t kPrefetchQueries = 8;
 
 template <bool kForWrite = false>
 void PrefetchElements(const TensorDesc& t, int64_t first_element, int64_t count) {
-  const char* begin = static_cast<const char*>(t.data) + first_element * static_cast<int64_t>(t.ElementSize());
+  const char* begin = t.ElementAt(first_element);
   const int64_t bytes = count * static_cast<int64_t>(t.ElementSize());
   for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(begin + offset, kForWrite ? 1 : 0);
 }
@@ -576,9 +554,8 @@ RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, cha
       const int64_t b = bk / s.keys;
       const int64_t key = bk % s.keys;
       for (int64_t h = 0; h < s.heads; ++h) {
-        const char* src = static_cast<const char*>(value.data) +
-                          ElementOf(value, b, key, h) * static_cast<int64_t>(value.ElementSize());
-        LoadAsFloat(value.dtype, src, value.strides[3], copy.Row(b, key, h), s.channels);
+        LoadAsFloat(value.dtype, value.ElementAt(ElementOf(value, b, key, h)), value.strides[3], copy.Row(b, key, h),
+                    s.channels);
       }
     }
   });
@@ -588,7 +565,7 @@ RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, cha
 // Address of row (b, q, h) of output / gradOutput.
 char* HeadRowAddress(const HeadRows& rows, int64_t b, int64_t q, int64_t h) {
   const int64_t element = rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride;
-  return static_cast<char*>(rows.desc.data) + element * static_cast<int64_t>(rows.desc.ElementSize());
+  return rows.desc.ElementAt(element);
 }
 
 Sampler MakeSampler(const MsdaShape& shape, const MsdaInputs& in) {
@@ -687,20 +664,20 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
         int64_t i = 0;
         for (int64_t l = 0; l < s.levels; ++l) {
           for (int64_t p = 0; p < s.points; ++p, ++i) {
-            StoreFloat(params.grad_attn_weight, PointElement(params.grad_attn_weight, b, q, h, l, p),
-                       row->attn_grad[i]);
-            const int64_t loc = PointElement(params.grad_location, b, q, h, l, p);
-            StoreFloat(params.grad_location, loc, row->x_grad[i]);
-            StoreFloat(params.grad_location, loc + coordinate_stride, row->y_grad[i]);
+            const TensorDesc& attn_grad = params.grad_attn_weight;
+            const TensorDesc& loc_grad = params.grad_location;
+            StoreFloatElement(attn_grad.dtype, attn_grad.ElementAt(PointElement(attn_grad, b, q, h, l, p)),
+                              row->attn_grad[i]);
+            const int64_t loc = PointElement(loc_grad, b, q, h, l, p);
+            StoreFloatElement(loc_grad.dtype, loc_grad.ElementAt(loc), row->x_grad[i]);
+            StoreFloatElement(loc_grad.dtype, loc_grad.ElementAt(loc + coordinate_stride), row->y_grad[i]);
           }
         }
       }
       if (has_sums) {
         const TensorDesc& out = params.grad_value;
-        const int64_t element_size = static_cast<int64_t>(out.ElementSize());
         for (int64_t key = 0; key < s.keys; ++key) {
-          StoreFromFloat(sums.Row(b, key, h), out.dtype,
-                         static_cast<char*>(out.data) + ElementOf(out, b, key, h) * element_size, out.strides[3],
+          StoreFromFloat(sums.Row(b, key, h), out.dtype, out.ElementAt(ElementOf(out, b, key, h)), out.strides[3],
                          s.channels);
         }
       }

@@ -252,17 +252,6 @@ void StoreRow(const TensorDesc& t, int64_t i0, int64_t i1, const float* acc, boo
   }
 }
 
-float LoadElement(const TensorDesc& t, int64_t element) {
-  uint16_t bits;
-  std::memcpy(&bits, static_cast<const char*>(t.data) + element * 2, sizeof bits);
-  return t.dtype == ACL_FLOAT16 ? HalfToFloat(bits) : BFloat16ToFloat(bits);
-}
-
-void StoreElement(const TensorDesc& t, int64_t element, float v) {
-  const uint16_t bits = t.dtype == ACL_FLOAT16 ? FloatToHalf(v) : FloatToBFloat16(v);
-  std::memcpy(static_cast<char*>(t.data) + element * 2, &bits, sizeof bits);
-}
-
 // weight (block_size, heads) as fp32, by head: [n * block_size + j].
 std::vector<float> ReadWeights(const TensorDesc& weight) {
   const int64_t rows = weight.shape[0];
@@ -270,8 +259,8 @@ std::vector<float> ReadWeights(const TensorDesc& weight) {
   std::vector<float> table(static_cast<size_t>(rows * heads));
   for (int64_t j = 0; j < rows; ++j) {
     for (int64_t n = 0; n < heads; ++n) {
-      table[static_cast<size_t>(n * rows + j)] =
-          LoadElement(weight, weight.offset + j * weight.strides[0] + n * weight.strides[1]);
+      table[static_cast<size_t>(n * rows + j)] = LoadFloatElement(
+          weight.dtype, weight.ElementAt(weight.offset + j * weight.strides[0] + n * weight.strides[1]));
     }
   }
   return table;
@@ -389,7 +378,7 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
       if (s.dim > 0) {
         for (int64_t c = 0; c < chunks; ++c) sum += partials[c * per_chunk + n * s.block_size + j];
       }
-      StoreElement(wg, wg.offset + j * wg.strides[0] + n * wg.strides[1], sum);
+      StoreFloatElement(wg.dtype, wg.ElementAt(wg.offset + j * wg.strides[0] + n * wg.strides[1]), sum);
     }
   }
   return ACLNN_SUCCESS;
