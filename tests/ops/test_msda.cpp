@@ -900,6 +900,29 @@ TEST_P(MsdaHostile, ExactZeroLocationsOnHugeLevels) {
   }
 }
 
+// A point inside its map whose corners' keys all fall outside [0, nk) (levels inconsistent with nk) contributes
+// nothing, so its gradients are exactly 0 whatever its attention weight: also NaN, +-Inf or one whose product with
+// the map's width overflows (the spec's rule for points with no valid corner).
+TEST_P(MsdaHostile, NoValidCornerGivesZeroGradientsForAnyAttentionWeight) {
+  const aclDataType dtype = GetParam();
+  // Level 0 lies past nk, level 1 before 0, level 2 is 2^62 wide past nk; level 3 is valid (contributions).
+  const std::vector<LevelSpec> levels = {{3, 3, kHostileNk}, {2, 4, -20}, {2, kTwoTo62, 40}, {3, 4, 10}};
+  Problem p = MakeProblemWithLevels(2, kHostileNk, 2, 8, 5, 3, levels, dtype, 7600);
+  const double weights[] = {kNaN, kInf, -kInf, optest::RoundToDType(3e38, dtype)};
+  int64_t cornerless = 0;
+  for (int64_t point = 0; point < p.Points(); ++point) {
+    if (!p.SamplePoint(point).corners.empty()) continue;
+    p.attn[static_cast<size_t>(point)] = weights[cornerless++ % 4];
+  }
+  ASSERT_GT(cornerless, 40);
+  CallConfig setup;
+  setup.dtype = dtype;
+  setup.spatial_dtype = ACL_INT64;
+  setup.start_dtype = ACL_INT64;
+  CheckForward(p, setup);
+  CheckBackward(p, setup);
+}
+
 INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaHostile, testing::ValuesIn(kDTypes),
                          [](const testing::TestParamInfo<aclDataType>& param_info) {
                            return std::string(optest::DTypeName(param_info.param));

@@ -410,7 +410,9 @@ struct Sampler {
 };
 
 // Generic path (any spatialShape / levelStartIndex contents): point i's corners, scalar, 64-bit keys checked
-// exactly. Returns false when the point lies outside (-1, W) x (-1, H) (or is NaN).
+// exactly. Returns false when the point has no valid corner: it lies outside (-1, W) x (-1, H) (or is NaN), or
+// every corner's key falls outside [0, nk) (possible only with inconsistent levels). The caller then zeroes the
+// point's attention weight, so that its gradients are exactly 0 even for a NaN, infinite or huge weight.
 bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row) {
   for (int64_t k = 0; k < 4; ++k) {
     row->keys[k * row->stride + i] = -1;
@@ -440,6 +442,7 @@ bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row)
                                    {y0, x0 + 1, by * ax, by, -ax},
                                    {y0 + 1, x0, ay * bx, -ay, bx},
                                    {y0 + 1, x0 + 1, ay * ax, ay, ax}};
+  bool any_valid = false;
   for (int64_t k = 0; k < 4; ++k) {
     const Candidate& c = candidates[k];
     int64_t key = 0;
@@ -452,8 +455,9 @@ bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row)
     row->weights[at] = c.weight;
     row->d_dx[at] = c.d_dx;
     row->d_dy[at] = c.d_dy;
+    any_valid = true;
   }
-  return true;
+  return any_valid;
 }
 
 // Reads the row's locations and attention weights and finds every point's corners.
