@@ -3,6 +3,8 @@
 // the offending value and the rule.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,6 +36,7 @@ struct BackwardArgs {
   bool fix_triu_mask = false;
   uint64_t* workspace_size;
   aclOpExecutor** executor;
+  double scale = 1.0;
 };
 
 class BackwardValidation : public testing::Test {
@@ -49,7 +52,7 @@ class BackwardValidation : public testing::Test {
   BackwardArgs Valid() { return {dy_.get(), y_.get(), mask_.get(), out_.get(), false, &workspace_size_, &executor_}; }
 
   aclnnStatus Call(const BackwardArgs& a) {
-    return aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(a.grad_output, a.y, a.mask, 1.0, a.fix_triu_mask, a.out,
+    return aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(a.grad_output, a.y, a.mask, a.scale, a.fix_triu_mask, a.out,
                                                             a.workspace_size, a.executor);
   }
 
@@ -258,6 +261,18 @@ TEST_F(BackwardValidation, FixTriuMaskTrue) {
   ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"fixTriuMask must be false", "got true"});
 }
 
+TEST_F(BackwardValidation, ScaleWithoutAFloatValue) {
+  for (double scale : {1e39, -1e300, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    BackwardArgs a = Valid();
+    a.scale = scale;
+    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"scale must be finite and at most 3.40282e+38 in magnitude", "got"});
+  }
+  BackwardArgs a = Valid();
+  a.scale = -3.4028234663852886e38;  // -FLT_MAX itself is a FLOAT value
+  ASSERT_EQ(Call(a), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  EXPECT_EQ(aclDestroyAclOpExecutor(executor_), ACLNN_SUCCESS);
+}
+
 TEST_F(BackwardValidation, LastDimOutOfRange) {
   for (int64_t S2 : {0, 4097, 10000}) {
     SCOPED_TRACE(S2);
@@ -313,6 +328,7 @@ struct ForwardArgs {
   bool fixed_triu_mask = false;
   uint64_t* workspace_size;
   aclOpExecutor** executor;
+  double scale = 0.5;
 };
 
 class ForwardValidation : public testing::Test {
@@ -326,7 +342,7 @@ class ForwardValidation : public testing::Test {
   ForwardArgs Valid() { return {x_.get(), mask_.get(), y_.get(), false, &workspace_size_, &executor_}; }
 
   aclnnStatus Call(const ForwardArgs& a) {
-    return aclnnScaledMaskedSoftmaxGetWorkspaceSize(a.x, a.mask, 0.5, a.fixed_triu_mask, a.y, a.workspace_size,
+    return aclnnScaledMaskedSoftmaxGetWorkspaceSize(a.x, a.mask, a.scale, a.fixed_triu_mask, a.y, a.workspace_size,
                                                     a.executor);
   }
 
@@ -481,6 +497,14 @@ TEST_F(ForwardValidation, FixedTriuMaskTrue) {
   ForwardArgs a = Valid();
   a.fixed_triu_mask = true;
   ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"fixedTriuMask must be false", "got true"});
+}
+
+TEST_F(ForwardValidation, ScaleWithoutAFloatValue) {
+  for (double scale : {1e39, -1e300, std::nan(""), HUGE_VAL}) {
+    ForwardArgs a = Valid();
+    a.scale = scale;
+    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"scale must be finite", "got"});
+  }
 }
 
 TEST_F(ForwardValidation, LastDimOutOfRange) {

@@ -1,7 +1,9 @@
 // The aclnn entry points of ScaledMaskedSoftmax (forward) and ScaledMaskedSoftmaxBackward:
 // phase 1 validates the arguments (reading no tensor data) and captures plain-data parameters in an executor;
 // phase 2 runs that executor on a stream.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
@@ -44,6 +46,14 @@ bool CheckValuesAndMask(OpChecker& check, const TensorDesc& values, const char* 
     }
   }
   return true;
+}
+
+// The kernels compute in FLOAT: scale must have a FLOAT value (converting a finite double beyond FLOAT's range is
+// undefined behaviour in C++, and NaN or an infinity would make every unmasked result NaN).
+bool CheckScale(OpChecker& check, double scale) {
+  const double limit = static_cast<double>(std::numeric_limits<float>::max());
+  return check.Check(std::isfinite(scale) && std::fabs(scale) <= limit,
+                     "scale must be finite and at most %g in magnitude (a FLOAT value), got %g", limit, scale);
 }
 
 bool CheckFormats(OpChecker& check, std::initializer_list<std::pair<const TensorDesc*, const char*>> tensors) {
@@ -100,7 +110,7 @@ extern "C" aclnnStatus aclnnScaledMaskedSoftmaxGetWorkspaceSize(const aclTensor*
       !check.SameShape(x_desc, "x", y_desc, "y") ||
       !sms::CheckFormats(check, {{&x_desc, "x"}, {&mask_desc, "mask"}, {&y_desc, "y"}}) ||
       !check.Check(!fixedTriuMask, "fixedTriuMask must be false (only an explicit mask is supported), got true") ||
-      !check.DistinctOutputElements(y_desc, "y")) {
+      !sms::CheckScale(check, scale) || !check.DistinctOutputElements(y_desc, "y")) {
     return check.status();
   }
 
@@ -142,7 +152,7 @@ extern "C" aclnnStatus aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const ac
       !check.SameShape(dy_desc, "gradOutput", out_desc, "out") ||
       !sms::CheckFormats(check, {{&dy_desc, "gradOutput"}, {&y_desc, "y"}, {&mask_desc, "mask"}, {&out_desc, "out"}}) ||
       !check.Check(!fixTriuMask, "fixTriuMask must be false (only an explicit mask is supported), got true") ||
-      !check.DistinctOutputElements(out_desc, "out")) {
+      !sms::CheckScale(check, scale) || !check.DistinctOutputElements(out_desc, "out")) {
     return check.status();
   }
 
