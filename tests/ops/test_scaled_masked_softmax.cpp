@@ -638,7 +638,8 @@ TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalRunToRun) {
 }
 
 // Computes the determinism case and checks it against the reference; when PACL_TEST_OUTPUT_FILE is set (by
-// BitIdenticalForAnyThreadCount below, in a child process with another ACLNN_NUM_THREADS), also writes the output bytes there.
+// BitIdenticalForAnyThreadCount below, in a child process with another ACLNN_NUM_THREADS), also writes the output bytes
+// there.
 TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
   const BackwardData data = MakeBackwardData(kDeterminismDims, ACL_FLOAT, kDeterminismScale, 8000);
   const std::vector<uint8_t> bytes = BackwardBytes(ACL_FLOAT);
@@ -657,8 +658,7 @@ TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalForAnyThreadCount) {
   ASSERT_FALSE(here.empty());
   for (int threads : {1, 3, 7}) {
     SCOPED_TRACE("ACLNN_NUM_THREADS=" + std::to_string(threads));
-    EXPECT_EQ(optest::RunTestWithThreads("ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck", threads),
-              here);
+    EXPECT_EQ(optest::RunTestWithThreads("ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck", threads), here);
   }
 }
 
@@ -806,6 +806,54 @@ TEST(ScaledMaskedSoftmaxValues, LargeLogitsAndNonFiniteMaskedInputs) {
   DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
   ASSERT_EQ(RunBackward(dy.get(), yb.get(), mb.get(), 1.0, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
   ExpectBackwardMatches(out.Read(), data, d, 1.0, ACL_FLOAT);
+}
+
+// Non-finite unmasked logits: a NaN or +Inf makes its whole row NaN (as in PyTorch and the float64 reference),
+// a -Inf gives its element exactly 0 and leaves the rest of the row a softmax; the same on every instruction set.
+TEST(ScaledMaskedSoftmaxValues, NonFiniteUnmaskedLogits) {
+  const Dims d = MakeDims(1, 2, 6, 37, MaskForm::kShared);
+  std::mt19937_64 rng(9400);
+  std::vector<double> mask_values = RandomMask(rng, d);
+  for (int64_t j = 0; j < d.S2; ++j) mask_values[static_cast<size_t>(j)] = 0;  // row s1 = 0: nothing masked
+  for (aclDataType dtype : kFloatDTypes) {
+    SCOPED_TRACE(optest::DTypeName(dtype));
+    std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -4.0, 4.0, dtype);
+    // In each row: s1 = 0 a NaN, s1 = 1 a +Inf, s1 = 2 a -Inf, s1 = 3 a NaN and a -Inf, all at unmasked places
+    // (placed on the first unmasked element after a random start); rows s1 = 4, 5 stay finite.
+    const double specials[4][2] = {{NAN, 0}, {INFINITY, 0}, {-INFINITY, 0}, {NAN, -INFINITY}};
+    for (int64_t row = 0; row < d.B * d.N * d.S1; ++row) {
+      const int64_t s1 = row % d.S1;
+      if (s1 >= 4) continue;
+      int64_t placed = 0;
+      for (int64_t j = static_cast<int64_t>(rng() % 7); j < d.S2 && placed < 2; j += 3) {
+        if (mask_values[static_cast<size_t>(s1 * d.S2 + j)] != 0) continue;
+        const double special = specials[s1][placed++];
+        if (special != 0) x_values[static_cast<size_t>(row * d.S2 + j)] = special;
+      }
+      ASSERT_EQ(placed, 2) << "row " << row << " has too few unmasked elements";
+    }
+    DeviceTensor x(d.Shape(), dtype, Layout::kContiguous, x_values);
+    DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+    DeviceTensor y = DeviceTensor::Output(d.Shape(), dtype, Layout::kContiguous);
+    ASSERT_EQ(RunForward(x.get(), mask.get(), 0.5, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    const std::vector<double> got = y.Read();
+    const std::vector<double> expected = ReferenceForward(x_values, mask_values, d, 0.5);
+    for (int64_t row = 0; row < d.B * d.N * d.S1; ++row) {
+      const int64_t s1 = row % d.S1;
+      for (int64_t j = 0; j < d.S2; ++j) {
+        const size_t at = static_cast<size_t>(row * d.S2 + j);
+        if (s1 == 0 || s1 == 1 || s1 == 3) {
+          EXPECT_TRUE(std::isnan(got[at])) << "row " << row << " element " << j << ": " << got[at];
+          EXPECT_TRUE(std::isnan(expected[at]));
+        } else if (x_values[at] == -INFINITY) {
+          EXPECT_EQ(got[at], 0.0) << "row " << row << " element " << j;
+        } else {
+          EXPECT_NEAR(got[at], expected[at], 4 * optest::UlpOf(expected[at], dtype) + 1e-6)
+              << "row " << row << " element " << j;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 // Algorithm, per row (fp32 arithmetic whatever the storage dtype):
 //   forward:  v = mask ? -10000 : x * scale;  m = max(v);  e = exp(v - m);  y = e * (1 / sum(e)).
 //             A fully masked row has v = -10000 everywhere, so e = 1 and y = 1/S2 exactly as the spec asks.
+//             An unmasked NaN (or +inf, through inf - inf) logit makes its whole row NaN, as in PyTorch; masked
+//             inputs are never read into the result, whatever they hold.
 //   backward: s = sum(dy * y);  out = mask ? 0 : scale * y * (dy - s)
 //             (algebraically scale * (dy*y - s*y); one subtraction before the products loses less to rounding).
 //             Masked elements are written as exactly 0 even when the inputs hold NaN or Inf.
@@ -172,14 +174,10 @@ using pacl::HWY_NAMESPACE::HalfBitsToFloat;
 
 HWY_INLINE VF LoadVector(DF d, const float* p, F32Storage) { return hn::LoadU(d, p); }
 HWY_INLINE VF LoadVector(DF d, const uint16_t* p, F16Storage) { return HalfBitsToFloat(d, hn::LoadU(DU16(), p)); }
-HWY_INLINE VF LoadVector(DF d, const uint16_t* p, BF16Storage) {
-  return BFloat16BitsToFloat(d, hn::LoadU(DU16(), p));
-}
+HWY_INLINE VF LoadVector(DF d, const uint16_t* p, BF16Storage) { return BFloat16BitsToFloat(d, hn::LoadU(DU16(), p)); }
 HWY_INLINE void StoreVector(DF d, VF v, float* p, F32Storage) { hn::StoreU(v, d, p); }
 HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, F16Storage) { hn::StoreU(FloatToHalfBits(d, v), DU16(), p); }
-HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, BF16Storage) {
-  hn::StoreU(FloatToBFloat16Bits(d, v), DU16(), p);
-}
+HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, BF16Storage) { hn::StoreU(FloatToBFloat16Bits(d, v), DU16(), p); }
 
 // The last, partial vector of a row: lanes [0, count) from p, zeros beyond; never touches p[count] or later.
 template <class Storage>
@@ -263,12 +261,16 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
 
   // Pass 1: logits and their max. The padding lanes of the last vector get -inf, so exp() makes them 0 below.
+  // NaN logits are tracked apart: Max and Exp do not propagate NaN (x86 max returns an operand, Highway's Exp
+  // gives 0), and a softmax over a row holding NaN is NaN everywhere.
   VF vmax = neg_inf;
+  VF nan_lanes = hn::Zero(d);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     const VF v = hn::IfThenElse(MaskedLanes(d, mask + i), masked_logit, hn::Mul(hn::LoadU(d, x + i), vscale));
     hn::Store(v, d, logits + i);
     vmax = hn::Max(vmax, v);
+    nan_lanes = hn::Or(nan_lanes, hn::VecFromMask(d, hn::IsNaN(v)));
   }
   if (i < n) {
     const size_t rest = n - i;
@@ -277,7 +279,9 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
     v = hn::IfThenElse(hn::FirstN(d, rest), v, neg_inf);
     hn::Store(v, d, logits + i);
     vmax = hn::Max(vmax, v);
+    nan_lanes = hn::Or(nan_lanes, hn::VecFromMask(d, hn::IsNaN(v)));
   }
+  const bool row_has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan_lanes));
   const size_t padded = (n + lanes - 1) / lanes * lanes;
   const VF row_max = hn::MaxOfLanes(d, vmax);
 
@@ -301,7 +305,8 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
 
   // Pass 3: normalize. The row max contributes exp(0) = 1, so total >= 1. One division per row, then products:
   // a division per element made the forward compute-bound (it adds at most one fp32 rounding).
-  const VF inverse_total = hn::Div(hn::Set(d, 1.0f), total);
+  const VF inverse_total =
+      row_has_nan ? hn::Set(d, std::numeric_limits<float>::quiet_NaN()) : hn::Div(hn::Set(d, 1.0f), total);
   size_t k = 0;
   for (; k + lanes <= n; k += lanes) hn::StoreU(hn::Mul(hn::Load(d, logits + k), inverse_total), d, out + k);
   if (k < n) {
