@@ -363,8 +363,12 @@ struct DeviceProblem {
 // single rows / columns, non-square maps, output sizes unlike the input's, C of 1 and 5.
 
 const ref::GridSamplerShape kSweepShapes[] = {
-    {1, 1, 1, 1, 2, 3}, {2, 5, 4, 7, 3, 5}, {1, 3, 6, 3, 4, 6},
-    {2, 1, 1, 5, 3, 2}, {1, 2, 5, 1, 2, 4}, {1, 4, 9, 11, 7, 8},
+    {1, 1, 1, 1, 2, 3},
+    {2, 5, 4, 7, 3, 5},
+    {1, 3, 6, 3, 4, 6},
+    {2, 1, 1, 5, 3, 2},
+    {1, 2, 5, 1, 2, 4},
+    {1, 4, 9, 11, 7, 8},
     // More channels than one 16-channel block, the last block partial (the fp32 kernels work in such blocks).
     {1, 20, 7, 40, 5, 33},
 };
@@ -561,9 +565,9 @@ TEST(GridSampler2DLargeInputGrad, StreamedStoresMatchReference) {
     DeviceProblem d(p, ACL_FLOAT);
     DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), ACL_FLOAT, layout);
     DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), ACL_FLOAT, Layout::kContiguous);
-    ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(),
-                          grid_grad.get()),
-              ACLNN_SUCCESS)
+    ASSERT_EQ(
+        RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(), grid_grad.get()),
+        ACLNN_SUCCESS)
         << optest::RecentErrorMessage();
     ExpectInputGradMatches(input_grad.Read(), p, m, ACL_FLOAT);
     ExpectGridGradMatches(grid_grad.Read(), p, m, ACL_FLOAT);
@@ -962,11 +966,12 @@ INSTANTIATE_TEST_SUITE_P(GridSampler2D, GridSamplerGradient, testing::ValuesIn(D
 
 const ref::GridSamplerShape kDeterminismShape = {2, 16, 24, 20, 22, 26};
 
-// Forward out, inputGrad and gridGrad bytes of the determinism problem, for bilinear and bicubic, FLOAT and FLOAT16.
+// Forward out, inputGrad and gridGrad bytes of the determinism problem, for every dtype and interpolation.
 std::vector<uint8_t> DeterminismBytes() {
   std::vector<uint8_t> bytes;
-  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16}) {
-    for (const Modes m : {Modes{kBilinear, kZeros, false}, Modes{kBicubic, kReflection, true}}) {
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE}) {
+    for (const Modes m :
+         {Modes{kBilinear, kZeros, false}, Modes{kBicubic, kReflection, true}, Modes{kNearest, kBorder, false}}) {
       const Problem p = MakeProblem(kDeterminismShape, dtype, m.align_corners, 9500);
       DeviceProblem d(p, dtype, Layout::kContiguous, Layout::kPadded);
       DeviceTensor out = DeviceTensor::Output(p.OutShape(), dtype, Layout::kContiguous);
@@ -1007,7 +1012,7 @@ TEST(GridSampler2DDeterminism, OutputForThreadCountCheck) {
 }
 
 TEST(GridSampler2DDeterminism, BitIdenticalForAnyThreadCount) {
-  optest::ExpectBitIdenticalForThreadCounts("GridSampler2DDeterminism.OutputForThreadCountCheck", {3},
+  optest::ExpectBitIdenticalForThreadCounts("GridSampler2DDeterminism.OutputForThreadCountCheck", {2, 3, 8},
                                             DeterminismBytes);
 }
 

@@ -972,7 +972,7 @@ const Sizes kDeterminismSizes = {2, 4, 32, 200, 4, {{16, 20}, {8, 10}, {4, 5}, {
 
 std::vector<uint8_t> DeterminismBytes() {
   std::vector<uint8_t> bytes;
-  for (aclDataType dtype : {ACL_FLOAT, ACL_BF16}) {
+  for (aclDataType dtype : kDTypes) {
     const Problem p = MakeProblem(kDeterminismSizes, dtype, 9500);
     CallConfig setup;
     setup.dtype = dtype;

@@ -625,21 +625,32 @@ std::vector<uint8_t> BackwardBytes(aclDataType dtype) {
   return out.ReadBytes();
 }
 
-TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalRunToRun) {
-  for (aclDataType dtype : kFloatDTypes) {
-    SCOPED_TRACE(optest::DTypeName(dtype));
-    const std::vector<uint8_t> first = BackwardBytes(dtype);
-    EXPECT_EQ(BackwardBytes(dtype), first);
-    ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_SUCCESS) << optest::RecentErrorMessage();
-    EXPECT_EQ(BackwardBytes(dtype), first);
-    EXPECT_EQ(BackwardBytes(dtype), first);
-    ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0), ACL_SUCCESS) << optest::RecentErrorMessage();
-  }
+// The forward on the backward's random gradOutput as x (a transposed view) and its mask.
+std::vector<uint8_t> ForwardBytes(aclDataType dtype) {
+  const BackwardData data = MakeBackwardData(kDeterminismDims, dtype, kDeterminismScale, 8100);
+  DeviceTensor x(kDeterminismDims.Shape(), dtype, Layout::kTransposed, data.dy);
+  DeviceTensor mask(kDeterminismDims.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  DeviceTensor y = DeviceTensor::Output(kDeterminismDims.Shape(), dtype, Layout::kContiguous);
+  EXPECT_EQ(RunForward(x.get(), mask.get(), kDeterminismScale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  return y.ReadBytes();
 }
 
-// Computes the determinism case and checks it against the reference; when PACL_TEST_OUTPUT_FILE is set (by
-// BitIdenticalForAnyThreadCount below, in a child process with another ACLNN_NUM_THREADS), also writes the output bytes
-// there.
+// Forward and backward outputs in every dtype, one after the other.
+std::vector<uint8_t> DeterminismBytes() {
+  std::vector<uint8_t> bytes;
+  for (aclDataType dtype : kFloatDTypes) {
+    for (const std::vector<uint8_t>& part : {ForwardBytes(dtype), BackwardBytes(dtype)}) {
+      bytes.insert(bytes.end(), part.begin(), part.end());
+    }
+  }
+  return bytes;
+}
+
+TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
+
+// Checks the FLOAT backward of the determinism case against the reference; when PACL_TEST_OUTPUT_FILE is set (by
+// BitIdenticalForAnyThreadCount below, in a child process with another ACLNN_NUM_THREADS), also writes the
+// determinism bytes there.
 TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
   const BackwardData data = MakeBackwardData(kDeterminismDims, ACL_FLOAT, kDeterminismScale, 8000);
   const std::vector<uint8_t> bytes = BackwardBytes(ACL_FLOAT);
@@ -650,16 +661,12 @@ TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
     values[i] = f;
   }
   ExpectBackwardMatches(values, data, kDeterminismDims, kDeterminismScale, ACL_FLOAT);
-  optest::WriteOutputForParent(bytes);
+  optest::WriteOutputForParent(DeterminismBytes());
 }
 
 TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalForAnyThreadCount) {
-  const std::vector<uint8_t> here = BackwardBytes(ACL_FLOAT);
-  ASSERT_FALSE(here.empty());
-  for (int threads : {1, 3, 7}) {
-    SCOPED_TRACE("ACLNN_NUM_THREADS=" + std::to_string(threads));
-    EXPECT_EQ(optest::RunTestWithThreads("ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck", threads), here);
-  }
+  optest::ExpectBitIdenticalForThreadCounts("ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck", {2, 3, 8},
+                                            DeterminismBytes);
 }
 
 TEST(ScaledMaskedSoftmaxExecutor, RepeatableExecutorRunsAgainOnNewData) {
