@@ -276,12 +276,12 @@ class NsaCompressSeqLenValidation : public NsaCompressValidation {
 TEST_P(NsaCompressSeqLenValidation, Empty) { ExpectSeqLenRejected({}, {"actSeqLen"}); }
 
 TEST_P(NsaCompressSeqLenValidation, NegativeEntry) {
-  ExpectSeqLenRejected({-1, 104}, {"actSeqLen", "-1"});
+  ExpectSeqLenRejected({-1, 104}, {"actSeqLen[0]", ">= 0", "got -1"});
   ExpectSeqLenRejected({-32, -16, 104}, {"actSeqLen", "-32"});
 }
 
 TEST_P(NsaCompressSeqLenValidation, Decreasing) {
-  ExpectSeqLenRejected({64, 40, 104}, {"actSeqLen", "40", "64"});
+  ExpectSeqLenRejected({64, 40, 104}, {"non-decreasing", "actSeqLen[1] = 40 after actSeqLen[0] = 64"});
   ExpectSeqLenRejected({0, 104, 50, 104}, {"actSeqLen", "50"});
 }
 

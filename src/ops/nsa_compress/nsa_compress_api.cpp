@@ -74,10 +74,13 @@ bool ListSequences(OpChecker& check, const aclIntArray& ends, NsaShape* shape, s
   int64_t start = 0;
   int64_t blocks = 0;
   for (size_t i = 0; i < v.size(); ++i) {
+    if (i == 0 && !check.Check(v[0] >= 0, "actSeqLen[0] (the first sequence end) must be >= 0, got %lld", LL(v[0]))) {
+      return false;
+    }
     if (!check.Check(v[i] >= start,
-                     "actSeqLen must be non-decreasing cumulative ends starting at >= 0, got %lld at index %zu after "
-                     "%lld",
-                     LL(v[i]), i, LL(start))) {
+                     "actSeqLen must be non-decreasing (cumulative sequence ends), got actSeqLen[%zu] = %lld after "
+                     "actSeqLen[%zu] = %lld",
+                     i, LL(v[i]), i - 1, LL(start))) {
       return false;
     }
     const int64_t length = v[i] - start;
