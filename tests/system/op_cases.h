@@ -1,0 +1,124 @@
+// One ready-to-run call of each aclnn operator, in each of its dtypes, for the whole-library tests (concurrency,
+// lifecycle): random inputs in device memory, NaN-prefilled outputs with guard bytes, the phase-1 call bound to
+// them, and the float64 reference of the outputs. Public API only (plus the test harness of tests/ops/).
+#ifndef PACL_TESTS_SYSTEM_OP_CASES_H_
+#define PACL_TESTS_SYSTEM_OP_CASES_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+#include "ops/op_test_util.h"
+
+namespace systest {
+
+enum class OpKind {
+  kScaledMaskedSoftmax,
+  kScaledMaskedSoftmaxBackward,
+  kGridSampler2D,
+  kGridSampler2DBackward,
+  kMultiScaleDeformableAttnFunction,
+  kMultiScaleDeformableAttentionGrad,
+  kNsaCompress,
+  kNsaCompressGrad,
+};
+inline constexpr OpKind kAllOps[] = {
+    OpKind::kScaledMaskedSoftmax,
+    OpKind::kScaledMaskedSoftmaxBackward,
+    OpKind::kGridSampler2D,
+    OpKind::kGridSampler2DBackward,
+    OpKind::kMultiScaleDeformableAttnFunction,
+    OpKind::kMultiScaleDeformableAttentionGrad,
+    OpKind::kNsaCompress,
+    OpKind::kNsaCompressGrad,
+};
+const char* OpName(OpKind op);
+// Every dtype the operator accepts.
+std::vector<aclDataType> OpDTypes(OpKind op);
+
+// How big a case is. kSmall: a few thousand elements, for loops that repeat a call many times. kConcurrency: large
+// enough that every kernel splits its work into several ParallelFor chunks (so the OpenMP path runs), small enough
+// that the whole suite stays fast under the sanitizers.
+enum class CaseSize { kSmall, kConcurrency };
+
+// The inputs of a case: tensors (and host arrays) that the operator only reads, so several cases (and threads) may
+// share them. Built once, never modified.
+struct CaseInputs {
+  std::vector<optest::DeviceTensor> tensors;
+  std::shared_ptr<aclIntArray> int_array;     // NsaCompress's actSeqLen
+  std::shared_ptr<aclBoolArray> bool_array;   // GridSampler2DBackward's outputMask
+  std::vector<std::vector<double>> expected;  // float64 reference of each output, logical row-major order
+};
+
+struct OutputSpec {
+  std::vector<int64_t> shape;
+  aclDataType dtype;
+  optest::Layout layout;
+};
+
+// One operator call: shared inputs, its own outputs. Not copyable (it owns device memory); Clone() gives a case with
+// the same inputs and fresh outputs.
+class OpCase {
+ public:
+  using Phase1 = std::function<aclnnStatus(const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor)>;
+
+  OpCase(std::string name, std::shared_ptr<const CaseInputs> inputs, std::vector<OutputSpec> output_specs,
+         Phase1 run_phase1, optest::Phase2Function run_phase2);
+  OpCase(const OpCase&) = delete;
+  OpCase& operator=(const OpCase&) = delete;
+
+  const std::string& name() const { return name_; }
+  const CaseInputs& inputs() const { return *inputs_; }
+  aclTensor* input(size_t i) const { return inputs_->tensors[i].get(); }
+  aclTensor* output(size_t i) const { return outputs_[i].get(); }
+  const std::vector<optest::DeviceTensor>& outputs() const { return outputs_; }
+  optest::Phase2Function phase2() const { return phase2_; }
+
+  // Phase 1 (aclnnXxxGetWorkspaceSize) on this case's tensors.
+  aclnnStatus GetWorkspaceSize(uint64_t* workspace_size, aclOpExecutor** executor) const {
+    return phase1_(*this, workspace_size, executor);
+  }
+  // Phase 1, then phase 2 on stream with a workspace that the caller keeps until the stream is synchronised
+  // (*workspace: null when none is needed). Records a gtest failure and returns false on any error.
+  bool Enqueue(aclrtStream stream, void** workspace) const;
+  // Enqueue + aclrtSynchronizeStream + aclrtFree of the workspace.
+  bool RunAndWait(aclrtStream stream) const;
+
+  // Sets every output element back to NaN (aclrtMemcpy: waits for the work queued on every stream).
+  void ResetOutputs();
+  // The outputs' element bytes, one output after the other.
+  std::vector<uint8_t> OutputBytes() const;
+  // "" when every output is within the dtype's tolerance of the float64 reference (relative 2-norm error) and no
+  // guard byte was touched, else what is wrong.
+  std::string CheckAgainstReference() const;
+  // "" when no guard byte around or between the outputs' elements was touched.
+  std::string CheckGuards() const;
+
+  std::unique_ptr<OpCase> Clone() const;
+
+ private:
+  std::string name_;
+  std::shared_ptr<const CaseInputs> inputs_;
+  std::vector<OutputSpec> output_specs_;
+  std::vector<optest::DeviceTensor> outputs_;
+  Phase1 phase1_;
+  optest::Phase2Function phase2_;
+};
+
+// A case of op in dtype; inputs drawn from seed. Layouts vary with variant (contiguous, transposed, padded views),
+// and so do the modes of the operators that have them.
+std::unique_ptr<OpCase> MakeCase(OpKind op, aclDataType dtype, uint64_t seed, int variant, CaseSize size);
+
+// One case per operator and dtype (24 cases), seeds derived from base_seed.
+std::vector<std::unique_ptr<OpCase>> MakeAllCases(uint64_t base_seed, CaseSize size);
+// One case per operator (8 cases), in its dtype number `rotation` (modulo its dtype count): rotations 0 to 3
+// together cover every operator and dtype.
+std::vector<std::unique_ptr<OpCase>> MakeOneDTypePerOp(uint64_t base_seed, int rotation, CaseSize size);
+
+}  // namespace systest
+
+#endif  // PACL_TESTS_SYSTEM_OP_CASES_H_
