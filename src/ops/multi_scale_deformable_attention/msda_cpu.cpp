@@ -532,9 +532,12 @@ struct RowTable {
   }
 };
 
-// The caller's FLOAT tensor (bs, nk, nh, c) with unit channel stride, in place.
+// The caller's FLOAT tensor (bs, nk, nh, c) with unit channel stride, in place. A value without elements (nk = 0)
+// may have null data: its rows are never read (no key is in range), and a null pointer must not be offset, so it
+// gets the empty table whose rows are all the null pointer.
 template <class T>
 RowTable<T> InPlaceRows(const TensorDesc& t) {
+  if (t.data == nullptr) return {};
   return {static_cast<T*>(t.data) + t.offset, t.strides[0], t.strides[1], t.strides[2]};
 }
 

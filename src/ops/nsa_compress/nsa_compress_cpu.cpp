@@ -229,9 +229,10 @@ class RowReader {
     LoadAsFloat(t_.dtype, address, t_.strides[2], buffer, t_.shape[2]);
     return buffer;
   }
-  // rows[r] = Row(first + r, i1) for r < count; buffers holds count * dim floats for gathered rows.
+  // rows[r] = Row(first + r, i1) for r < count; buffers holds count * dim floats for gathered rows (and may be
+  // null for rows read in place, so it is offset only when gathering).
   void Rows(int64_t first, int64_t count, int64_t i1, float* buffers, const void** rows) const {
-    for (int64_t r = 0; r < count; ++r) rows[r] = Row(first + r, i1, buffers + r * t_.shape[2]);
+    for (int64_t r = 0; r < count; ++r) rows[r] = Row(first + r, i1, in_place_ ? nullptr : buffers + r * t_.shape[2]);
   }
 
  private:
@@ -357,7 +358,8 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
       for (int64_t n = 0; n < s.heads; ++n) {
         for (int64_t r = 0; r < count; ++r) {
           const int64_t k = first_k + r;
-          rows[static_cast<size_t>(r)] = output_grad.Row(seq->first_block + k, n, buffers.data() + r * s.dim);
+          float* buffer = output_grad.gathers() ? buffers.data() + r * s.dim : nullptr;  // empty when in place
+          rows[static_cast<size_t>(r)] = output_grad.Row(seq->first_block + k, n, buffer);
           row_weights[static_cast<size_t>(r)] =
               weights[static_cast<size_t>(n * s.block_size + (t - seq->start - k * s.stride))];
         }

@@ -1,0 +1,157 @@
+// Regression tests for the crashes the libFuzzer harnesses (fuzz/) found: each test replays the exact failing
+// description through the public API and checks the result against the float64 reference (or the documented
+// outcome). The crashing inputs themselves are in the fuzzers' corpora (fuzz/corpus/<harness>/regress-*).
+//
+// The three crashes so far were all the same undefined behaviour, which clang's UBSan reports as "applying non-zero
+// offset to null pointer" and GCC's does not detect: a kernel offset a null pointer (an empty vector's data(), or
+// the null data of a tensor without elements) although it never dereferenced the result. Under the GCC build these
+// tests therefore check the results only; the fuzz run (clang) replays the inputs under UBSan.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
+#include "aclnnop/aclnn_nsa_compress.h"
+#include "aclnnop/aclnn_nsa_compress_grad.h"
+#include "ops/op_test_util.h"
+#include "reference/nsa_compress_reference.h"
+
+namespace {
+
+using optest::DeviceTensor;
+using optest::Layout;
+
+constexpr double kU = 0x1p-24;  // unit roundoff of the kernels' fp32 accumulation
+
+std::vector<double> Absolute(std::vector<double> values) {
+  for (double& v : values) v = std::fabs(v);
+  return values;
+}
+
+// Error bounds of fp32 sums of at most max_terms terms: max_terms * u * sum |terms| per element, where abs_result
+// is the reference evaluated on the absolute values of the inputs (so it is exactly sum |terms|).
+std::vector<double> SumBounds(const std::vector<double>& abs_result, int64_t max_terms) {
+  std::vector<double> bounds(abs_result.size());
+  for (size_t i = 0; i < bounds.size(); ++i) bounds[i] = static_cast<double>(max_terms) * kU * abs_result[i];
+  return bounds;
+}
+
+// fuzz/corpus/fuzz_msda/regress-msda-forward-value-without-keys: aclnnMultiScaleDeformableAttnFunction with a value
+// of 0 keys (dims [1, 0, 2, 16], FLOAT, null data, strides [0, 32, 16, 1]) read in place: the kernel offset value's
+// null data pointer by the head's row offset. No key is in range, so every output element is 0.
+TEST(FuzzRegression, MsdaForwardValueWithoutKeysAndNullData) {
+  optest::TestStream stream;
+  const int64_t value_dims[] = {1, 0, 2, 16};
+  const int64_t value_strides[] = {0, 32, 16, 1};
+  aclTensor* value = aclCreateTensor(value_dims, 4, ACL_FLOAT, value_strides, 0, ACL_FORMAT_ND, value_dims, 4, nullptr);
+  ASSERT_NE(value, nullptr) << optest::RecentErrorMessage();
+  // (H, W) and level starts as the fuzzer wrote them for a non-empty value: inconsistent with nk = 0.
+  DeviceTensor spatial_shape({3, 2}, ACL_INT64, Layout::kContiguous, {2, 3, 1, 4, 3, 1});
+  DeviceTensor level_start({3}, ACL_INT64, Layout::kContiguous, {0, 6, 10});
+  std::mt19937_64 rng(7193);
+  DeviceTensor location({1, 8, 2, 3, 1, 2}, ACL_FLOAT, Layout::kContiguous,
+                        optest::RandomValues(rng, 96, -0.1, 1.1, ACL_FLOAT));
+  DeviceTensor attn_weight({1, 8, 2, 3, 1}, ACL_FLOAT, Layout::kContiguous,
+                           optest::RandomValues(rng, 48, 0.0, 1.0, ACL_FLOAT));
+  DeviceTensor output = DeviceTensor::Output({1, 8, 32}, ACL_FLOAT, Layout::kContiguous);
+
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  ASSERT_EQ(aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(value, spatial_shape.get(), level_start.get(),
+                                                                  location.get(), attn_weight.get(), output.get(),
+                                                                  &workspace_size, &executor),
+            ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ASSERT_EQ(optest::RunWithWorkspace(aclnnMultiScaleDeformableAttnFunction, workspace_size, executor, stream.get()),
+            ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  optest::ExpectAllZero("output", output.Read());
+  optest::ExpectGuardsIntact({&output});
+  aclDestroyTensor(value);
+}
+
+// fuzz/corpus/fuzz_nsa_compress/regress-nsa-forward-input-in-place: aclnnNsaCompress on a contiguous FLOAT16 input
+// (35, 1, 1), weight (32, 1), actSeqLen [35], compressBlockSize 32, compressStride 16: one block. The rows read in
+// place were given buffers.data() + r * D for an empty buffer vector (a null pointer offset).
+TEST(FuzzRegression, NsaCompressForwardContiguousInputInPlace) {
+  optest::TestStream stream;
+  const aclDataType dtype = ACL_FLOAT16;
+  std::mt19937_64 rng(0x0c729b6f);
+  const std::vector<double> input_values = optest::RandomValues(rng, 35, -2.0, 2.0, dtype);
+  const std::vector<double> weight_values = optest::RandomValues(rng, 32, -1.0, 1.0, dtype);
+  DeviceTensor input({35, 1, 1}, dtype, Layout::kContiguous, input_values);
+  DeviceTensor weight({32, 1}, dtype, Layout::kContiguous, weight_values);
+  DeviceTensor output = DeviceTensor::Output({1, 1, 1}, dtype, Layout::kContiguous);
+  optest::HostIntArray act_seq_len({35});
+  char layout[] = "TND";
+
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  ASSERT_EQ(aclnnNsaCompressGetWorkspaceSize(input.get(), weight.get(), act_seq_len.get(), layout, 32, 16, 0,
+                                             output.get(), &workspace_size, &executor),
+            ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ASSERT_EQ(optest::RunWithWorkspace(aclnnNsaCompress, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+
+  const std::vector<int64_t> starts = ref::NsaCompressBlockStarts({35}, 32, 16);
+  ASSERT_EQ(starts, std::vector<int64_t>{0});
+  const ref::NsaCompressShape shape{35, 1, 1, 32};
+  std::vector<double> expected(1);
+  std::vector<double> abs_expected(1);
+  ref::NsaCompressForward(input_values.data(), weight_values.data(), starts, shape, expected.data());
+  ref::NsaCompressForward(Absolute(input_values).data(), Absolute(weight_values).data(), starts, shape,
+                          abs_expected.data());
+  optest::ExpectClose("output", output.Read(), expected, SumBounds(abs_expected, 32), dtype);
+  optest::ExpectGuardsIntact({&output});
+}
+
+// fuzz/corpus/fuzz_nsa_compress/regress-nsa-grad-output-grad-in-place: aclnnNsaCompressGrad on contiguous BFLOAT16
+// tensors, outputGrad (2, 3, 1), input (85, 3, 1), weight (64, 3), actSeqLen [0, 85], compressBlockSize 64,
+// compressStride 16: the inputGrad pass gave in-place outputGrad rows buffers.data() + r * D for an empty buffer
+// vector (a null pointer offset).
+TEST(FuzzRegression, NsaCompressGradContiguousOutputGradInPlace) {
+  optest::TestStream stream;
+  const aclDataType dtype = ACL_BF16;
+  std::mt19937_64 rng(0xc7702e33);
+  const std::vector<double> grad_values = optest::RandomValues(rng, 6, -2.0, 2.0, dtype);
+  const std::vector<double> input_values = optest::RandomValues(rng, 85 * 3, -2.0, 2.0, dtype);
+  const std::vector<double> weight_values = optest::RandomValues(rng, 64 * 3, -1.0, 1.0, dtype);
+  DeviceTensor output_grad({2, 3, 1}, dtype, Layout::kContiguous, grad_values);
+  DeviceTensor input({85, 3, 1}, dtype, Layout::kContiguous, input_values);
+  DeviceTensor weight({64, 3}, dtype, Layout::kContiguous, weight_values);
+  DeviceTensor input_grad = DeviceTensor::Output({85, 3, 1}, dtype, Layout::kContiguous);
+  DeviceTensor weight_grad = DeviceTensor::Output({64, 3}, dtype, Layout::kContiguous);
+  optest::HostIntArray act_seq_len({0, 85});
+  char layout[] = "TND";
+
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  ASSERT_EQ(aclnnNsaCompressGradGetWorkspaceSize(output_grad.get(), input.get(), weight.get(), act_seq_len.get(), 64,
+                                                 16, 0, layout, input_grad.get(), weight_grad.get(), &workspace_size,
+                                                 &executor),
+            ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ASSERT_EQ(optest::RunWithWorkspace(aclnnNsaCompressGrad, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+
+  const std::vector<int64_t> starts = ref::NsaCompressBlockStarts({0, 85}, 64, 16);
+  ASSERT_EQ(starts, (std::vector<int64_t>{0, 16}));
+  const ref::NsaCompressShape shape{85, 3, 1, 64};
+  std::vector<double> expected_input(85 * 3);
+  std::vector<double> expected_weight(64 * 3);
+  std::vector<double> abs_input(85 * 3);
+  std::vector<double> abs_weight(64 * 3);
+  ref::NsaCompressBackward(input_values.data(), weight_values.data(), grad_values.data(), starts, shape,
+                           expected_input.data(), expected_weight.data());
+  ref::NsaCompressBackward(Absolute(input_values).data(), Absolute(weight_values).data(),
+                           Absolute(grad_values).data(), starts, shape, abs_input.data(), abs_weight.data());
+  optest::ExpectClose("inputGrad", input_grad.Read(), expected_input, SumBounds(abs_input, 4), dtype);
+  optest::ExpectClose("weightGrad", weight_grad.Read(), expected_weight, SumBounds(abs_weight, 2), dtype);
+  optest::ExpectGuardsIntact({&input_grad, &weight_grad});
+}
+
+}  // namespace
