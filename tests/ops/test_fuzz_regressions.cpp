@@ -130,10 +130,10 @@ TEST(FuzzRegression, NsaCompressGradContiguousOutputGradInPlace) {
 
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnNsaCompressGradGetWorkspaceSize(output_grad.get(), input.get(), weight.get(), act_seq_len.get(), 64,
-                                                 16, 0, layout, input_grad.get(), weight_grad.get(), &workspace_size,
-                                                 &executor),
-            ACLNN_SUCCESS)
+  ASSERT_EQ(
+      aclnnNsaCompressGradGetWorkspaceSize(output_grad.get(), input.get(), weight.get(), act_seq_len.get(), 64, 16, 0,
+                                           layout, input_grad.get(), weight_grad.get(), &workspace_size, &executor),
+      ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   ASSERT_EQ(optest::RunWithWorkspace(aclnnNsaCompressGrad, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
@@ -147,8 +147,8 @@ TEST(FuzzRegression, NsaCompressGradContiguousOutputGradInPlace) {
   std::vector<double> abs_weight(64 * 3);
   ref::NsaCompressBackward(input_values.data(), weight_values.data(), grad_values.data(), starts, shape,
                            expected_input.data(), expected_weight.data());
-  ref::NsaCompressBackward(Absolute(input_values).data(), Absolute(weight_values).data(),
-                           Absolute(grad_values).data(), starts, shape, abs_input.data(), abs_weight.data());
+  ref::NsaCompressBackward(Absolute(input_values).data(), Absolute(weight_values).data(), Absolute(grad_values).data(),
+                           starts, shape, abs_input.data(), abs_weight.data());
   optest::ExpectClose("inputGrad", input_grad.Read(), expected_input, SumBounds(abs_input, 4), dtype);
   optest::ExpectClose("weightGrad", weight_grad.Read(), expected_weight, SumBounds(abs_weight, 2), dtype);
   optest::ExpectGuardsIntact({&input_grad, &weight_grad});
