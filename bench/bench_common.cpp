@@ -1,5 +1,6 @@
 #include "bench_common.h"
 
+#include <benchmark/benchmark.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <memory>
 #include <thread>
 
-#include <benchmark/benchmark.h>
-
 namespace bench {
 namespace {
 
@@ -19,6 +18,8 @@ const int kTriadRepetitionsPerCase = 3;
 
 aclrtStream g_stream = nullptr;
 bool g_any_failed = false;
+// Every registered case, in registration order; a case's lambda refers to its entry by index.
+std::vector<CaseMeasurement> g_cases;
 
 // The triad's arrays, allocated once.
 struct TriadArrays {
@@ -108,8 +109,8 @@ void ReleaseCached() {
   g_cached = CachedCall();
 }
 
+// Replaces the cached call by case `name`'s (RunCase calls it when the case changes).
 void PrepareCached(const std::string& name, const Preparer& prepare) {
-  if (g_cached.name == name) return;
   ReleaseCached();
   g_cached.name = name;
   g_cached.error = prepare(&g_cached.call);
@@ -129,8 +130,14 @@ void PrepareCached(const std::string& name, const Preparer& prepare) {
   g_cached.triad_now_gbps = MeasureTriadGBps(kTriadRepetitionsPerCase);  // also a sample for the run's best
 }
 
-void RunCase(benchmark::State& state, const std::string& name, const Preparer& prepare) {
-  PrepareCached(name, prepare);
+void RunCase(benchmark::State& state, size_t case_index, const Preparer& prepare) {
+  CaseMeasurement& measurement = g_cases[case_index];
+  if (g_cached.name != measurement.info.name) {
+    PrepareCached(measurement.info.name, prepare);
+    measurement.bytes = g_cached.call.bytes;
+    measurement.triad_gbps = g_cached.triad_now_gbps;
+    measurement.error = g_cached.error;
+  }
   if (!g_cached.error.empty()) {
     g_any_failed = true;
     state.SkipWithError(g_cached.error.c_str());
@@ -147,12 +154,14 @@ void RunCase(benchmark::State& state, const std::string& name, const Preparer& p
       g_cached.error = Failure(status != ACLNN_SUCCESS ? "phase 2" : "aclrtSynchronizeStream",
                                status != ACLNN_SUCCESS ? status : sync);
       g_any_failed = true;
+      measurement.error = g_cached.error;
       state.SkipWithError(g_cached.error.c_str());
       break;
     }
     const double seconds = std::chrono::duration<double>(stop - start).count();
     state.SetIterationTime(seconds);
     total_seconds += seconds;
+    if (measurement.best_seconds == 0 || seconds < measurement.best_seconds) measurement.best_seconds = seconds;
   }
   if (state.error_occurred() || total_seconds <= 0) return;
   const double gbps = call.bytes * static_cast<double>(state.iterations()) / total_seconds / 1e9;
@@ -239,8 +248,8 @@ std::string CreateRandomTensor(const std::vector<int64_t>& shape, aclDataType dt
     }
     char* destination = static_cast<char*>(result->data) + begin * element_size;
     const size_t bytes = count * element_size;
-    aclError status = aclrtMemcpy(destination, result->bytes - begin * element_size, host.data(), bytes,
-                                  ACL_MEMCPY_HOST_TO_DEVICE);
+    aclError status =
+        aclrtMemcpy(destination, result->bytes - begin * element_size, host.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE);
     if (status != ACL_SUCCESS) return Failure("aclrtMemcpy", status);
   }
   return "";
@@ -292,11 +301,21 @@ void ReleaseDeviceTensor(DeviceTensor* t) {
   *t = DeviceTensor();
 }
 
-void RegisterOperatorBenchmark(const std::string& name, Preparer prepare) {
-  benchmark::RegisterBenchmark(name.c_str(),
-                               [name, prepare](benchmark::State& state) { RunCase(state, name, prepare); })
+void RegisterOperatorBenchmark(const CaseInfo& info, Preparer prepare) {
+  const size_t case_index = g_cases.size();
+  g_cases.push_back(CaseMeasurement());
+  g_cases.back().info = info;
+  benchmark::RegisterBenchmark(info.name.c_str(),
+                               [case_index, prepare](benchmark::State& state) { RunCase(state, case_index, prepare); })
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
+}
+
+const CaseMeasurement* FindCaseMeasurement(const std::string& name) {
+  for (const CaseMeasurement& measurement : g_cases) {
+    if (measurement.info.name == name) return &measurement;
+  }
+  return nullptr;
 }
 
 void SetStream(aclrtStream stream) { g_stream = stream; }

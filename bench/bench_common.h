@@ -44,8 +44,7 @@ std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataTyp
 std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result);
 void ReleaseDeviceTensor(DeviceTensor* t);
 
-using Phase2 = aclnnStatus (*)(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
-                               aclrtStream stream);
+using Phase2 = aclnnStatus (*)(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream);
 
 // One operator call after phase 1: what the timed loop runs again and again.
 struct PreparedCall {
@@ -67,11 +66,35 @@ std::string AddRandomTensor(PreparedCall* call, const std::vector<int64_t>& shap
 // Creates the tensors of one case and runs phase 1 on them, filling *call; returns "" or what failed.
 using Preparer = std::function<std::string(PreparedCall* call)>;
 
-// Registers "<name>" with Google Benchmark. When it runs: prepare once (untimed), make the executor repeatable,
+// What a case is, as the result files (--json, --csv) describe it. The operator files brace-initialise it, in
+// this order.
+struct CaseInfo {
+  std::string name;      // Google Benchmark's name: "<operator case prefix>/<dtype>/<variant>"
+  std::string op;        // the operator, the same for its forward and backward: "GridSampler2D"
+  std::string function;  // the phase-2 function timed: "aclnnGridSampler2DBackward"
+  bool backward = false;
+  aclDataType dtype = ACL_FLOAT;
+  std::string shape;  // the tensors' shapes in words
+};
+
+// What the timed loop learnt about a case during the run.
+struct CaseMeasurement {
+  CaseInfo info;
+  double bytes = 0;         // per call: every input and output tensor counted once
+  double triad_gbps = 0;    // the triad measured just before the case's timed runs (triad_now_GB/s)
+  double best_seconds = 0;  // the fastest single timed call seen, Google Benchmark's trial runs included; 0: none
+  std::string error;        // what failed, "" if nothing
+};
+
+// Registers info.name with Google Benchmark. When it runs: prepare once (untimed), make the executor repeatable,
 // allocate the workspace, measure the triad again (the machine's bandwidth can drift during a long run, on shared
 // hosts especially), then time phase 2 + aclrtSynchronizeStream per iteration. Counters: GB/s (bytes / time),
-// triad_GB/s (the triad just measured) and triad% (GB/s as a percentage of triad_GB/s).
-void RegisterOperatorBenchmark(const std::string& name, Preparer prepare);
+// triad_GB/s (the best triad of the run so far), triad_now_GB/s (the triad just measured) and triad% (GB/s as a
+// percentage of triad_GB/s).
+void RegisterOperatorBenchmark(const CaseInfo& info, Preparer prepare);
+
+// The measurement of the registered case called `name`; nullptr if there is none.
+const CaseMeasurement* FindCaseMeasurement(const std::string& name);
 
 // Set by main before the benchmarks run.
 void SetStream(aclrtStream stream);
@@ -82,7 +105,7 @@ void ReleaseBenchmarkResources();
 bool AnyBenchmarkFailed();
 
 std::string ShapeLabel(const std::vector<int64_t>& shape);  // "4x16x1024x1024"
-const char* DTypeLabel(aclDataType dtype);                    // "FLOAT", "FLOAT16", "BFLOAT16"
+const char* DTypeLabel(aclDataType dtype);                  // "FLOAT", "FLOAT16", "BFLOAT16"
 int64_t ElementCount(const std::vector<int64_t>& shape);
 // aclGetRecentErrMsg(), or "" when there is none (it returns NULL then).
 std::string RecentErrorMessage();

@@ -63,9 +63,7 @@ std::vector<SamplerCase> Cases() {
   return cases;
 }
 
-const char* InterpolationLabel(int64_t mode) {
-  return mode == 0 ? "bilinear" : mode == 1 ? "nearest" : "bicubic";
-}
+const char* InterpolationLabel(int64_t mode) { return mode == 0 ? "bilinear" : mode == 1 ? "nearest" : "bicubic"; }
 const char* PaddingLabel(int64_t mode) { return mode == 0 ? "zeros" : mode == 1 ? "border" : "reflection"; }
 
 std::string CaseName(const SamplerCase& c) {
@@ -137,9 +135,8 @@ std::string Prepare(const SamplerCase& c, PreparedCall* call) {
     DeviceTensor out;
     error = random_tensor(out_shape, 0.0, 0.0, 13, &out);
     if (!error.empty()) return error;
-    status = aclnnGridSampler2DGetWorkspaceSize(input.tensor, grid.tensor, c.interpolation, c.padding,
-                                                c.align_corners, out.tensor, &call->workspace_size,
-                                                &call->executor);
+    status = aclnnGridSampler2DGetWorkspaceSize(input.tensor, grid.tensor, c.interpolation, c.padding, c.align_corners,
+                                                out.tensor, &call->workspace_size, &call->executor);
     call->phase2 = aclnnGridSampler2D;
     call->bytes = input_bytes + grid_bytes + out_bytes;
   } else {
@@ -154,10 +151,9 @@ std::string Prepare(const SamplerCase& c, PreparedCall* call) {
     aclBoolArray* output_mask = aclCreateBoolArray(both, 2);
     if (output_mask == nullptr) return "aclCreateBoolArray returned NULL: " + RecentErrorMessage();
     call->bool_arrays.push_back(output_mask);
-    status = aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output.tensor, input.tensor, grid.tensor,
-                                                        c.interpolation, c.padding, c.align_corners, output_mask,
-                                                        input_grad.tensor, grid_grad.tensor, &call->workspace_size,
-                                                        &call->executor);
+    status = aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output.tensor, input.tensor, grid.tensor, c.interpolation,
+                                                        c.padding, c.align_corners, output_mask, input_grad.tensor,
+                                                        grid_grad.tensor, &call->workspace_size, &call->executor);
     call->phase2 = aclnnGridSampler2DBackward;
     call->bytes = out_bytes + 2 * input_bytes + 2 * grid_bytes;
   }
@@ -167,11 +163,23 @@ std::string Prepare(const SamplerCase& c, PreparedCall* call) {
   return "";
 }
 
+// "input 4x32x256x256, grid 4x256x256x2 (warp), bilinear, zeros padding".
+std::string ShapeText(const SamplerCase& c) {
+  const SamplerShape& s = c.shape;
+  return "input " + ShapeLabel({s.n, s.c, s.in_height, s.in_width}) + ", grid " +
+         ShapeLabel({s.n, s.out_height, s.out_width, 2}) + " (" + (c.grid == GridKind::kWarp ? "warp" : "random") +
+         "), " + InterpolationLabel(c.interpolation) + ", " + PaddingLabel(c.padding) + " padding" +
+         (c.align_corners ? ", alignCorners" : "");
+}
+
 }  // namespace
 
 void RegisterGridSampler2DBenchmarks() {
   for (const SamplerCase& c : Cases()) {
-    RegisterOperatorBenchmark(CaseName(c), [c](PreparedCall* call) { return Prepare(c, call); });
+    const bool backward = c.direction == Direction::kBackward;
+    const CaseInfo info = {CaseName(c), "GridSampler2D", backward ? "aclnnGridSampler2DBackward" : "aclnnGridSampler2D",
+                           backward,    c.dtype,         ShapeText(c)};
+    RegisterOperatorBenchmark(info, [c](PreparedCall* call) { return Prepare(c, call); });
   }
 }
 

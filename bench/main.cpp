@@ -2,18 +2,24 @@
 // they achieve with the machine's STREAM triad bandwidth, measured with the same thread count at startup and again
 // just before each case (a shared host's bandwidth can drift during a run).
 //
-//   aclnn_bench [--triad_mib=N] [Google Benchmark flags, e.g. --benchmark_filter=Backward/FLOAT/]
+//   aclnn_bench [--triad_mib=N] [--json=FILE] [--csv=FILE] [Google Benchmark flags, e.g.
+//               --benchmark_filter=Backward/FLOAT/]
 //
 // --triad_mib: size of each of the three triad arrays in MiB (default 256: far larger than any cache).
+// --json, --csv: also write one record per case (bench_report.h); both may be given. The console output is the
+// same with or without them.
+#include <benchmark/benchmark.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
-
-#include <benchmark/benchmark.h>
+#include <vector>
 
 #include "acl/acl.h"
 #include "bench_common.h"
+#include "bench_report.h"
 
 namespace {
 
@@ -25,35 +31,63 @@ bool Check(aclError status, const char* call) {
   return false;
 }
 
+// The value of "--<name>=VALUE" in argument, or nullptr when argument is another option.
+const char* OptionValue(const char* argument, const char* name) {
+  const size_t length = std::strlen(name);
+  if (std::strncmp(argument, "--", 2) != 0 || std::strncmp(argument + 2, name, length) != 0) return nullptr;
+  return argument[2 + length] == '=' ? argument + 3 + length : nullptr;
+}
+
+// Opens path for writing now (creating or emptying it), so that a bad path fails before a long run.
+bool CheckWritable(const std::string& path, const char* option) {
+  if (path.empty()) {
+    std::fprintf(stderr, "%s needs a file name: %s=FILE\n", option, option);
+    return false;
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (file) return true;
+  std::fprintf(stderr, "%s: cannot open '%s' for writing\n", option, path.c_str());
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  size_t triad_mib = 256;
+  bench::RunContext context = bench::CurrentRunContext();  // the date: when the run started
+  context.triad_mib = 256;
+  std::string json_path, csv_path;
   for (int i = 1; i < argc; ++i) {
-    const char* prefix = "--triad_mib=";
-    if (std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) {
-      const long value = std::strtol(argv[i] + std::strlen(prefix), nullptr, 10);
-      if (value < 1 || value > 512) {
-        std::fprintf(stderr, "--triad_mib must be in [1, 512]\n");
+    if (const char* value = OptionValue(argv[i], "triad_mib")) {
+      char* end = nullptr;
+      const long mib = std::strtol(value, &end, 10);
+      if (end == value || *end != '\0' || mib < 1 || mib > 512) {
+        std::fprintf(stderr, "--triad_mib must be an integer in [1, 512], got '%s'\n", value);
         return 2;
       }
-      triad_mib = static_cast<size_t>(value);
+      context.triad_mib = static_cast<size_t>(mib);
+    } else if (const char* json = OptionValue(argv[i], "json")) {
+      json_path = json;
+      if (!CheckWritable(json_path, "--json")) return 2;
+    } else if (const char* csv = OptionValue(argv[i], "csv")) {
+      csv_path = csv;
+      if (!CheckWritable(csv_path, "--csv")) return 2;
     } else {
       std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
       return 2;
     }
   }
 
-  const int threads = bench::LibraryThreadCount();
-  bench::SetUpTriad(threads, triad_mib);
-  const double triad = bench::MeasureTriadGBps(kTriadRepetitions);
-  if (triad <= 0) return 1;
-  std::printf("STREAM triad: %.2f GB/s (%d threads, 3 x %zu MiB, best of %d; 24 bytes per element)\n", triad,
-              threads, triad_mib, kTriadRepetitions);
+  context.threads = bench::LibraryThreadCount();
+  if (const char* simd = std::getenv("ACLNN_SIMD_TARGET")) context.simd_target = simd;
+  bench::SetUpTriad(context.threads, context.triad_mib);
+  context.triad_start_gbps = bench::MeasureTriadGBps(kTriadRepetitions);
+  if (context.triad_start_gbps <= 0) return 1;
+  std::printf("STREAM triad: %.2f GB/s (%d threads, 3 x %zu MiB, best of %d; 24 bytes per element)\n",
+              context.triad_start_gbps, context.threads, context.triad_mib, kTriadRepetitions);
   std::fflush(stdout);
-  benchmark::AddCustomContext("triad_GBps", std::to_string(triad));
-  benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("triad_GBps", std::to_string(context.triad_start_gbps));
+  benchmark::AddCustomContext("threads", std::to_string(context.threads));
 
   const int32_t device = 0;
   aclrtStream stream = nullptr;
@@ -69,8 +103,22 @@ int main(int argc, char** argv) {
   bench::RegisterGridSampler2DBenchmarks();
   bench::RegisterMultiScaleDeformableAttentionBenchmarks();
   bench::RegisterNsaCompressBenchmarks();
-  benchmark::RunSpecifiedBenchmarks();
+  // The display reporter --benchmark_format asks for (the library keeps it), behind one that collects the runs.
+  bench::ResultCollector collector(benchmark::CreateDefaultDisplayReporter());
+  benchmark::RunSpecifiedBenchmarks(&collector);
   benchmark::Shutdown();
+
+  // Written also when cases failed: their records say what failed.
+  const std::vector<bench::CaseResult> results = collector.Results();
+  std::vector<std::string> file_errors;
+  if (!json_path.empty()) file_errors.push_back(bench::WriteResultsJson(json_path, context, results));
+  if (!csv_path.empty()) file_errors.push_back(bench::WriteResultsCsv(csv_path, context, results));
+  bool files_ok = true;
+  for (const std::string& error : file_errors) {
+    if (error.empty()) continue;
+    std::fprintf(stderr, "aclnn_bench: %s\n", error.c_str());
+    files_ok = false;
+  }
 
   bench::ReleaseBenchmarkResources();
   aclrtDestroyStream(stream);
@@ -80,5 +128,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "aclnn_bench: some benchmarks failed (see ERROR OCCURRED above)\n");
     return 1;
   }
-  return 0;
+  return files_ok ? 0 : 1;
 }

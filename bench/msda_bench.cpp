@@ -6,7 +6,8 @@
 //
 // Shapes: Deformable-DETR's, batch 2, 8 heads of 32 channels, 4 levels of (H, W) = (100, 150), (50, 75), (25, 38),
 // (13, 19) (nk = 19947 keys), 4 points per level and head. "encoder" and "encoder_pixels": every key is also a
-// query (nq = 19947); "decoder": 300 object queries over the same value.
+// query (nq = 19947); "decoder": 300 object queries over the same value. "small": a scaled-down encoder_pixels (batch
+// 1, levels (16, 24) and (8, 12), so nq = nk = 480), for the bench_smoke test.
 //
 // Data, drawn from fixed-seed generators so every run samples the same points:
 // - value uniform in [-1, 1);
@@ -51,14 +52,15 @@ struct MsdaCase {
 };
 
 const MsdaShape kEncoderShape = {"encoder", 2, 19947, 8, 32, 4, {100, 50, 25, 13}, {150, 75, 38, 19}, false};
-const MsdaShape kEncoderPixelsShape = {"encoder_pixels", 2, 19947, 8, 32, 4, {100, 50, 25, 13}, {150, 75, 38, 19},
-                                       true};
+const MsdaShape kEncoderPixelsShape = {"encoder_pixels",  2,   19947, 8, 32, 4, {100, 50, 25, 13},
+                                       {150, 75, 38, 19}, true};
 const MsdaShape kDecoderShape = {"decoder", 2, 300, 8, 32, 4, {100, 50, 25, 13}, {150, 75, 38, 19}, false};
+const MsdaShape kSmallShape = {"small", 1, 480, 8, 32, 4, {16, 8}, {24, 12}, true};
 
 std::vector<MsdaCase> Cases() {
   std::vector<MsdaCase> cases;
   for (Direction direction : {Direction::kBackward, Direction::kForward}) {
-    for (const MsdaShape& shape : {kEncoderShape, kEncoderPixelsShape, kDecoderShape}) {
+    for (const MsdaShape& shape : {kEncoderShape, kEncoderPixelsShape, kDecoderShape, kSmallShape}) {
       for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) cases.push_back({direction, dtype, shape});
     }
   }
@@ -66,8 +68,8 @@ std::vector<MsdaCase> Cases() {
 }
 
 std::string CaseName(const MsdaCase& c) {
-  return std::string(c.direction == Direction::kBackward ? "MsdaBackward" : "MsdaForward") + "/" +
-         DTypeLabel(c.dtype) + "/" + c.shape.label;
+  return std::string(c.direction == Direction::kBackward ? "MsdaBackward" : "MsdaForward") + "/" + DTypeLabel(c.dtype) +
+         "/" + c.shape.label;
 }
 
 int64_t Levels(const MsdaShape& s) { return static_cast<int64_t>(s.level_heights.size()); }
@@ -242,11 +244,30 @@ std::string Prepare(const MsdaCase& c, PreparedCall* call) {
   return "";
 }
 
+// "bs 2, nq 300, nk 19947 (levels 100x150, 50x75, 25x38, 13x19), nh 8, c 32, np 4, reference points uniform".
+std::string ShapeText(const MsdaShape& s) {
+  std::string levels;
+  for (size_t l = 0; l < s.level_heights.size(); ++l) {
+    levels += (l > 0 ? ", " : "") + ShapeLabel({s.level_heights[l], s.level_widths[l]});
+  }
+  return "bs " + std::to_string(s.batch) + ", nq " + std::to_string(s.queries) + ", nk " + std::to_string(KeyCount(s)) +
+         " (levels " + levels + "), nh " + std::to_string(s.heads) + ", c " + std::to_string(s.channels) + ", np " +
+         std::to_string(s.points) + ", reference points " + (s.queries_are_pixels ? "at the query's pixel" : "uniform");
+}
+
 }  // namespace
 
 void RegisterMultiScaleDeformableAttentionBenchmarks() {
   for (const MsdaCase& c : Cases()) {
-    RegisterOperatorBenchmark(CaseName(c), [c](PreparedCall* call) { return Prepare(c, call); });
+    const bool backward = c.direction == Direction::kBackward;
+    const CaseInfo info = {
+        CaseName(c),
+        "MultiScaleDeformableAttention",
+        backward ? "aclnnMultiScaleDeformableAttentionGrad" : "aclnnMultiScaleDeformableAttnFunction",
+        backward,
+        c.dtype,
+        ShapeText(c.shape)};
+    RegisterOperatorBenchmark(info, [c](PreparedCall* call) { return Prepare(c, call); });
   }
 }
 

@@ -7,7 +7,8 @@
 // Shapes (the issue's): compressBlockSize 32, compressStride 16 (so every token but the first and last 16 of a
 // sequence lies in two blocks), layout "TND", equal-length sequences given by their cumulative ends:
 // - 8x4096_N4_D128: 8 sequences of 4096 tokens, 4 key/value heads of 128 (many tokens, few heads);
-// - 4x2048_N128_D192: 4 sequences of 2048 tokens, 128 heads of 192 (few tokens, a wide row per token).
+// - 4x2048_N128_D192: 4 sequences of 2048 tokens, 128 heads of 192 (few tokens, a wide row per token);
+// - 2x512_N2_D64: 2 sequences of 512 tokens, 2 heads of 64: a small case for the bench_smoke test.
 // Data: input, outputGrad uniform in [-1, 1); weight uniform in [-1/16, 1/16) (a block's 32 weights then sum to
 // values of order 1, as a learned compression would); the outputs zero-filled (first-touched) before the run.
 // Bytes per call, each tensor counted once: forward reads input and weight and writes output; backward reads
@@ -40,11 +41,12 @@ struct NsaCase {
 
 const NsaShape kManyTokensShape = {8, 4096, 4, 128};
 const NsaShape kWideShape = {4, 2048, 128, 192};
+const NsaShape kSmallShape = {2, 512, 2, 64};
 
 std::vector<NsaCase> Cases() {
   std::vector<NsaCase> cases;
   for (Direction direction : {Direction::kBackward, Direction::kForward}) {
-    for (const NsaShape& shape : {kManyTokensShape, kWideShape}) {
+    for (const NsaShape& shape : {kManyTokensShape, kWideShape, kSmallShape}) {
       for (aclDataType dtype : {ACL_FLOAT16, ACL_BF16}) cases.push_back({direction, dtype, shape});
     }
   }
@@ -54,8 +56,8 @@ std::vector<NsaCase> Cases() {
 std::string CaseName(const NsaCase& c) {
   const NsaShape& s = c.shape;
   return std::string(c.direction == Direction::kBackward ? "NsaCompressGrad" : "NsaCompress") + "/" +
-         DTypeLabel(c.dtype) + "/" + std::to_string(s.sequences) + "x" + std::to_string(s.tokens_per_sequence) +
-         "_N" + std::to_string(s.heads) + "_D" + std::to_string(s.dim);
+         DTypeLabel(c.dtype) + "/" + std::to_string(s.sequences) + "x" + std::to_string(s.tokens_per_sequence) + "_N" +
+         std::to_string(s.heads) + "_D" + std::to_string(s.dim);
 }
 
 std::string Prepare(const NsaCase& c, PreparedCall* call) {
@@ -88,8 +90,8 @@ std::string Prepare(const NsaCase& c, PreparedCall* call) {
     DeviceTensor output;
     error = AddRandomTensor(call, output_shape, c.dtype, 0.0, 0.0, 43, &output);
     if (!error.empty()) return error;
-    status = aclnnNsaCompressGetWorkspaceSize(input.tensor, weight.tensor, act_seq_len, layout, kBlockSize, kStride,
-                                              0, output.tensor, &call->workspace_size, &call->executor);
+    status = aclnnNsaCompressGetWorkspaceSize(input.tensor, weight.tensor, act_seq_len, layout, kBlockSize, kStride, 0,
+                                              output.tensor, &call->workspace_size, &call->executor);
     call->phase2 = aclnnNsaCompress;
     call->bytes = input_bytes + weight_bytes + output_bytes;
   } else {
@@ -99,8 +101,8 @@ std::string Prepare(const NsaCase& c, PreparedCall* call) {
     if (error.empty()) error = AddRandomTensor(call, weight_shape, c.dtype, 0.0, 0.0, 46, &weight_grad);
     if (!error.empty()) return error;
     status = aclnnNsaCompressGradGetWorkspaceSize(output_grad.tensor, input.tensor, weight.tensor, act_seq_len,
-                                                  kBlockSize, kStride, 0, layout, input_grad.tensor,
-                                                  weight_grad.tensor, &call->workspace_size, &call->executor);
+                                                  kBlockSize, kStride, 0, layout, input_grad.tensor, weight_grad.tensor,
+                                                  &call->workspace_size, &call->executor);
     call->phase2 = aclnnNsaCompressGrad;
     call->bytes = 2 * input_bytes + output_bytes + 2 * weight_bytes;
   }
@@ -110,11 +112,22 @@ std::string Prepare(const NsaCase& c, PreparedCall* call) {
   return "";
 }
 
+// "input 32768x4x128 (TND, 8 sequences of 4096 tokens), weight 32x4, blockSize 32, stride 16".
+std::string ShapeText(const NsaShape& s) {
+  return "input " + ShapeLabel({s.sequences * s.tokens_per_sequence, s.heads, s.dim}) + " (TND, " +
+         std::to_string(s.sequences) + " sequences of " + std::to_string(s.tokens_per_sequence) + " tokens), weight " +
+         ShapeLabel({kBlockSize, s.heads}) + ", blockSize " + std::to_string(kBlockSize) + ", stride " +
+         std::to_string(kStride);
+}
+
 }  // namespace
 
 void RegisterNsaCompressBenchmarks() {
   for (const NsaCase& c : Cases()) {
-    RegisterOperatorBenchmark(CaseName(c), [c](PreparedCall* call) { return Prepare(c, call); });
+    const bool backward = c.direction == Direction::kBackward;
+    const CaseInfo info = {CaseName(c), "NsaCompress", backward ? "aclnnNsaCompressGrad" : "aclnnNsaCompress",
+                           backward,    c.dtype,       ShapeText(c.shape)};
+    RegisterOperatorBenchmark(info, [c](PreparedCall* call) { return Prepare(c, call); });
   }
 }
 

@@ -59,9 +59,8 @@ std::string Prepare(Direction direction, const SoftmaxShape& shape, aclDataType 
     error = CreateRandomTensor(shape.scores, dtype, 0.0, 0.0, 5, &out);
     call->tensors.push_back(out);
     if (!error.empty()) return error;
-    status = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output.tensor, y.tensor, mask.tensor, kScale,
-                                                              false, out.tensor, &call->workspace_size,
-                                                              &call->executor);
+    status = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output.tensor, y.tensor, mask.tensor, kScale, false,
+                                                              out.tensor, &call->workspace_size, &call->executor);
     call->phase2 = aclnnScaledMaskedSoftmaxBackward;
     call->bytes = 3 * scores_bytes + mask_bytes;
   }
@@ -78,10 +77,14 @@ void RegisterScaledMaskedSoftmaxBenchmarks() {
     const char* op = direction == Direction::kBackward ? "ScaledMaskedSoftmaxBackward" : "ScaledMaskedSoftmax";
     for (const SoftmaxShape& shape : kShapes) {
       for (aclDataType dtype : kDTypes) {
-        const std::string name = std::string(op) + "/" + DTypeLabel(dtype) + "/" + ShapeLabel(shape.scores);
-        RegisterOperatorBenchmark(name, [direction, shape, dtype](PreparedCall* call) {
-          return Prepare(direction, shape, dtype, call);
-        });
+        const CaseInfo info = {std::string(op) + "/" + DTypeLabel(dtype) + "/" + ShapeLabel(shape.scores),
+                               "ScaledMaskedSoftmax",
+                               std::string("aclnn") + op,
+                               direction == Direction::kBackward,
+                               dtype,
+                               "scores " + ShapeLabel(shape.scores) + ", causal mask " + ShapeLabel(shape.mask)};
+        RegisterOperatorBenchmark(
+            info, [direction, shape, dtype](PreparedCall* call) { return Prepare(direction, shape, dtype, call); });
       }
     }
   }

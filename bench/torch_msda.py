@@ -24,13 +24,16 @@ sys.dont_write_bytecode = True
 import torch_bench_common
 
 # The case table of bench/msda_bench.cpp (keep the two in step): (direction, dtype, shape label), and the shapes:
-# (bs, nq, nh, c, np, ((H, W) per level)). "encoder_pixels": queries are the keys' pixels (see reference_points).
+# (bs, nq, nh, c, np, ((H, W) per level)). "encoder_pixels" and "small": queries are the keys' pixels (see
+# reference_points).
 LEVELS = ((100, 150), (50, 75), (25, 38), (13, 19))
 SHAPES = {
     "encoder": (2, 19947, 8, 32, 4, LEVELS),
     "encoder_pixels": (2, 19947, 8, 32, 4, LEVELS),
     "decoder": (2, 300, 8, 32, 4, LEVELS),
+    "small": (1, 480, 8, 32, 4, ((16, 24), (8, 12))),
 }
+PIXEL_QUERY_SHAPES = ("encoder_pixels", "small")
 OFFSET_HALF_WIDTH = 0.05  # location = reference point + offset uniform in [-0.05, 0.05)
 LOGIT_HALF_WIDTH = 2.0  # attention weights: softmax over (level, point) of logits uniform in [-2, 2)
 
@@ -38,7 +41,7 @@ LOGIT_HALF_WIDTH = 2.0  # attention weights: softmax over (level, point) of logi
 def cases():
     table = []
     for direction in ("backward", "forward"):
-        for label in ("encoder", "encoder_pixels", "decoder"):
+        for label in ("encoder", "encoder_pixels", "decoder", "small"):
             for dtype in ("FLOAT", "FLOAT16", "BFLOAT16"):
                 table.append((direction, dtype, label))
     return table
@@ -87,10 +90,10 @@ def deformable_attention(torch, value, levels, location, weight):
 
 
 def reference_points(torch, label, rand):
-    """(bs, nq, 1, 1, 1, 2) as (x, y): uniform in [0, 1), or for "encoder_pixels" the centre of each query's own
+    """(bs, nq, 1, 1, 1, 2) as (x, y): uniform in [0, 1), or for PIXEL_QUERY_SHAPES the centre of each query's own
     pixel, queries in key order (level by level, row by row), as in Deformable-DETR's encoder."""
     bs, nq, _, _, _, levels = SHAPES[label]
-    if label != "encoder_pixels":
+    if label not in PIXEL_QUERY_SHAPES:
         return rand(bs, nq, 1, 1, 1, 2)
     centres = []
     for h, w in levels:
@@ -98,7 +101,7 @@ def reference_points(torch, label, rand):
                               (torch.arange(w, dtype=torch.float32) + 0.5) / w, indexing="ij")
         centres.append(torch.stack((x, y), dim=-1).reshape(h * w, 2))
     points = torch.cat(centres)
-    assert points.shape[0] == nq, "encoder_pixels needs nq == nk"
+    assert points.shape[0] == nq, "a pixel-query shape needs nq == nk"
     return points.reshape(1, nq, 1, 1, 1, 2).expand(bs, nq, 1, 1, 1, 2)
 
 

@@ -30,7 +30,7 @@ import torch_bench_common
 # (sequences, tokens per sequence, N, D); compressBlockSize and compressStride are the same for every case.
 BLOCK_SIZE = 32
 STRIDE = 16
-SHAPES = ((8, 4096, 4, 128), (4, 2048, 128, 192))
+SHAPES = ((8, 4096, 4, 128), (4, 2048, 128, 192), (2, 512, 2, 64))
 WEIGHT_HALF_WIDTH = 1.0 / 16  # weight uniform in [-1/16, 1/16); input and outputGrad in [-1, 1)
 
 

@@ -1,6 +1,7 @@
 // aclnn_demo: runs every implemented operator through the public aclnn API on a realistic shape in each of its
 // dtypes, checks the results against the float64 references of the test tree, and prints a table of errors,
-// times and bandwidths. Exits non-zero if any check fails.
+// times and bandwidths. Exits non-zero if any check fails. The table goes to stdout; a progress line per operator
+// and dtype (with the time elapsed) goes to stderr.
 //
 // Check: max |result - reference| <= tolerance, where tolerance = k(dtype) * max |reference| with k = 1e-5 for
 // FLOAT (fp32 arithmetic), 1e-12 for DOUBLE, 2^-10 for FLOAT16 and 2^-7 for BFLOAT16 (twice the rounding step of one
@@ -12,7 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acl/acl.h"
@@ -232,24 +235,7 @@ std::string TimedCall(aclrtStream stream, aclnnStatus phase1_status, const char*
   return RunTimed(stream, workspace_size, executor, phase2, best_milliseconds);
 }
 
-// The rows of one call's outputs (already checked), with the call's time and its bandwidth for `bytes` moved.
-void PushTimedRows(double milliseconds, double bytes, const std::vector<Row*>& outputs, std::vector<Row>* rows) {
-  for (Row* row : outputs) {
-    row->milliseconds = milliseconds;
-    row->gbps = bytes / (milliseconds * 1e-3) / 1e9;
-    rows->push_back(*row);
-  }
-}
-
-// The rows of one call's outputs when the call (or reading its results) failed.
-void PushFailedRows(const std::string& error, const std::vector<Row*>& outputs, std::vector<Row>* rows) {
-  for (Row* row : outputs) {
-    row->error = error;
-    rows->push_back(*row);
-  }
-}
-
-// relative_tolerance: k(dtype) above unless a caller knows better.
+// relative_tolerance: k(dtype) above unless a caller knows better (0).
 void Check(const std::vector<double>& got, const std::vector<double>& expected, Row* row,
            double relative_tolerance = 0) {
   double largest = 0;
@@ -264,6 +250,50 @@ void Check(const std::vector<double>& got, const std::vector<double>& expected, 
   row->pass = row->max_abs_error <= row->tolerance;
 }
 
+// One output of a timed call: its device tensor and the row that reports its check.
+struct CheckedOutput {
+  const DeviceTensor* device;
+  Row* row;
+};
+// The expected values of a call's outputs, one vector per output, in the order of its CheckedOutputs.
+using Expected = std::vector<std::vector<double>>;
+
+// Completes the rows of one timed call and appends them to *rows. error: the call's failure, or "". When the call
+// succeeded: reads every output back, checks each against its own expected values (computed by reference(), only
+// then) with relative_tolerance (as for Check), and gives every row the call's time and its bandwidth for `bytes`
+// moved. Returns "" or what failed (then the rows carry it); *got, when given, receives the outputs' values.
+std::string CompleteCall(std::string error, double milliseconds, double bytes,
+                         const std::vector<CheckedOutput>& outputs, const std::function<Expected()>& reference,
+                         double relative_tolerance, std::vector<Row>* rows,
+                         std::vector<std::vector<double>>* got = nullptr) {
+  std::vector<std::vector<double>> values;
+  for (size_t i = 0; i < outputs.size() && error.empty(); ++i) {
+    std::vector<unsigned char> output_bytes;
+    error = outputs[i].device->CopyOut(&output_bytes);
+    values.push_back(Decode(output_bytes, outputs[i].row->dtype));
+  }
+  Expected expected;
+  if (error.empty()) expected = reference();
+  for (size_t i = 0; i < outputs.size() && error.empty(); ++i) {
+    if (i >= expected.size() || expected[i].size() != values[i].size()) {
+      error = "demo: the reference of " + outputs[i].row->op + " does not match its output " + std::to_string(i);
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Row* row = outputs[i].row;
+    if (error.empty()) {
+      Check(values[i], expected[i], row, relative_tolerance);
+      row->milliseconds = milliseconds;
+      row->gbps = bytes / (milliseconds * 1e-3) / 1e9;
+    } else {
+      row->error = error;
+    }
+    rows->push_back(*row);
+  }
+  if (got != nullptr && error.empty()) *got = std::move(values);
+  return error;
+}
+
 // Uniform values in [low, high) from a fixed-seed generator.
 std::vector<double> RandomValues(int64_t count, double low, double high, uint64_t seed) {
   std::vector<double> values(static_cast<size_t>(count));
@@ -273,6 +303,13 @@ std::vector<double> RandomValues(int64_t count, double low, double high, uint64_
     v = low + (high - low) * static_cast<double>(state >> 11) * 0x1.0p-53;
   }
   return values;
+}
+
+// Bytes of the tensors a call reads and writes, each counted once.
+double TotalBytes(const std::vector<const DeviceTensor*>& tensors) {
+  double bytes = 0;
+  for (const DeviceTensor* t : tensors) bytes += static_cast<double>(t->bytes());
+  return bytes;
 }
 
 // ScaledMaskedSoftmax forward then backward (on the forward's own output, as in training), one dtype.
@@ -301,59 +338,48 @@ void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<R
 
   DeviceTensor x_dev, mask_dev, y_dev, grad_output_dev, out_dev;
   std::string error = x_dev.Create(shape, dtype, Encode(x, dtype));
-  if (error.empty()) error = mask_dev.Create(mask_shape, ACL_BOOL, std::vector<unsigned char>(mask.begin(), mask.end()));
+  if (error.empty())
+    error = mask_dev.Create(mask_shape, ACL_BOOL, std::vector<unsigned char>(mask.begin(), mask.end()));
   if (error.empty()) error = y_dev.Create(shape, dtype, {});
   if (error.empty()) error = grad_output_dev.Create(shape, dtype, Encode(grad_output, dtype));
   if (error.empty()) error = out_dev.Create(shape, dtype, {});
 
-  // Forward.
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
+  double milliseconds = NAN;
   if (error.empty()) {
     aclnnStatus status = aclnnScaledMaskedSoftmaxGetWorkspaceSize(x_dev.tensor(), mask_dev.tensor(), scale, false,
                                                                   y_dev.tensor(), &workspace_size, &executor);
     error = TimedCall(stream, status, "aclnnScaledMaskedSoftmaxGetWorkspaceSize", workspace_size, executor,
-                      aclnnScaledMaskedSoftmax, &forward.milliseconds);
+                      aclnnScaledMaskedSoftmax, &milliseconds);
   }
-  std::vector<unsigned char> y_bytes;
-  if (error.empty()) error = y_dev.CopyOut(&y_bytes);
-  if (!error.empty()) {
-    forward.error = backward.error = error;
-    rows->push_back(forward);
-    rows->push_back(backward);
-    return;
-  }
-  const std::vector<double> y = Decode(y_bytes, dtype);
-  {
-    std::vector<double> expected(static_cast<size_t>(count));
-    ref::ScaledMaskedSoftmaxForward(x.data(), mask.data(), B, N, S1, S2, mask_shape[0], mask_shape[1], scale,
-                                    expected.data());
-    Check(y, expected, &forward);
-    forward.gbps = static_cast<double>(x_dev.bytes() + mask_dev.bytes() + y_dev.bytes()) /
-                   (forward.milliseconds * 1e-3) / 1e9;
-  }
-  rows->push_back(forward);
+  std::vector<std::vector<double>> y;  // the forward's output: the backward's input
+  error = CompleteCall(
+      error, milliseconds, TotalBytes({&x_dev, &mask_dev, &y_dev}), {{&y_dev, &forward}},
+      [&] {
+        std::vector<double> expected(static_cast<size_t>(count));
+        ref::ScaledMaskedSoftmaxForward(x.data(), mask.data(), B, N, S1, S2, mask_shape[0], mask_shape[1], scale,
+                                        expected.data());
+        return Expected{expected};
+      },
+      0, rows, &y);
 
-  // Backward.
-  aclnnStatus status =
-      aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output_dev.tensor(), y_dev.tensor(), mask_dev.tensor(),
-                                                       scale, false, out_dev.tensor(), &workspace_size, &executor);
-  error = TimedCall(stream, status, "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", workspace_size, executor,
-                    aclnnScaledMaskedSoftmaxBackward, &backward.milliseconds);
-  std::vector<unsigned char> out_bytes;
-  if (error.empty()) error = out_dev.CopyOut(&out_bytes);
-  if (!error.empty()) {
-    backward.error = error;
-    rows->push_back(backward);
-    return;
+  if (error.empty()) {
+    aclnnStatus status =
+        aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output_dev.tensor(), y_dev.tensor(), mask_dev.tensor(),
+                                                         scale, false, out_dev.tensor(), &workspace_size, &executor);
+    error = TimedCall(stream, status, "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", workspace_size, executor,
+                      aclnnScaledMaskedSoftmaxBackward, &milliseconds);
   }
-  std::vector<double> expected(static_cast<size_t>(count));
-  ref::ScaledMaskedSoftmaxBackward(grad_output.data(), y.data(), mask.data(), B, N, S1, S2, mask_shape[0],
-                                   mask_shape[1], scale, expected.data());
-  Check(Decode(out_bytes, dtype), expected, &backward);
-  backward.gbps = static_cast<double>(grad_output_dev.bytes() + y_dev.bytes() + mask_dev.bytes() + out_dev.bytes()) /
-                  (backward.milliseconds * 1e-3) / 1e9;
-  rows->push_back(backward);
+  CompleteCall(
+      error, milliseconds, TotalBytes({&grad_output_dev, &y_dev, &mask_dev, &out_dev}), {{&out_dev, &backward}},
+      [&] {
+        std::vector<double> expected(static_cast<size_t>(count));
+        ref::ScaledMaskedSoftmaxBackward(grad_output.data(), y[0].data(), mask.data(), B, N, S1, S2, mask_shape[0],
+                                         mask_shape[1], scale, expected.data());
+        return Expected{expected};
+      },
+      0, rows);
 }
 
 // The grid sampler computes pixel coordinates in the working precision: an fp32 coordinate is off by up to about
@@ -373,9 +399,11 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
   const std::vector<int64_t> out_shape = {s.N, s.C, s.Hout, s.Wout};
   const int interpolation = 0, padding = 0;
   const bool align_corners = false;
+  const double tolerance = GridSamplerTolerance(dtype, s);
 
-  Row forward = MakeRow("GridSampler2D", "", dtype, input_shape);
-  Row backward = MakeRow("GridSampler2DBackward", "", dtype, input_shape);
+  Row forward = MakeRow("GridSampler2D", "", dtype, out_shape);
+  Row input_grad_row = MakeRow("GridSampler2DBackward", "inputGrad", dtype, input_shape);
+  Row grid_grad_row = MakeRow("GridSampler2DBackward", "gridGrad", dtype, grid_shape);
 
   std::vector<double> input = RandomValues(ElementCount(input_shape), -1.0, 1.0, 3);
   std::vector<double> grad_output = RandomValues(ElementCount(out_shape), -1.0, 1.0, 4);
@@ -397,76 +425,64 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
   RoundTo(dtype, &grid);
 
   DeviceTensor input_dev, grid_dev, out_dev, grad_output_dev, input_grad_dev, grid_grad_dev;
-  std::string error = input_dev.Create(input_shape, dtype, Encode(input, dtype));
-  if (error.empty()) error = grid_dev.Create(grid_shape, dtype, Encode(grid, dtype));
-  if (error.empty()) error = out_dev.Create(out_shape, dtype, {});
-  if (error.empty()) error = grad_output_dev.Create(out_shape, dtype, Encode(grad_output, dtype));
-  if (error.empty()) error = input_grad_dev.Create(input_shape, dtype, {});
-  if (error.empty()) error = grid_grad_dev.Create(grid_shape, dtype, {});
+  std::string setup_error = input_dev.Create(input_shape, dtype, Encode(input, dtype));
+  if (setup_error.empty()) setup_error = grid_dev.Create(grid_shape, dtype, Encode(grid, dtype));
+  if (setup_error.empty()) setup_error = out_dev.Create(out_shape, dtype, {});
+  if (setup_error.empty()) setup_error = grad_output_dev.Create(out_shape, dtype, Encode(grad_output, dtype));
+  if (setup_error.empty()) setup_error = input_grad_dev.Create(input_shape, dtype, {});
+  if (setup_error.empty()) setup_error = grid_grad_dev.Create(grid_shape, dtype, {});
 
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
+  double milliseconds = NAN;
+  std::string error = setup_error;
   if (error.empty()) {
     aclnnStatus status =
         aclnnGridSampler2DGetWorkspaceSize(input_dev.tensor(), grid_dev.tensor(), interpolation, padding, align_corners,
                                            out_dev.tensor(), &workspace_size, &executor);
     error = TimedCall(stream, status, "aclnnGridSampler2DGetWorkspaceSize", workspace_size, executor,
-                      aclnnGridSampler2D, &forward.milliseconds);
+                      aclnnGridSampler2D, &milliseconds);
   }
-  std::vector<unsigned char> out_bytes;
-  if (error.empty()) error = out_dev.CopyOut(&out_bytes);
-  if (error.empty()) {
-    std::vector<double> expected(static_cast<size_t>(ElementCount(out_shape)));
-    ref::GridSampler2DForward(input.data(), grid.data(), s, interpolation, padding, align_corners, expected.data());
-    Check(Decode(out_bytes, dtype), expected, &forward, GridSamplerTolerance(dtype, s));
-    forward.gbps = static_cast<double>(input_dev.bytes() + grid_dev.bytes() + out_dev.bytes()) /
-                   (forward.milliseconds * 1e-3) / 1e9;
-  } else {
-    forward.error = error;
-  }
-  rows->push_back(forward);
+  CompleteCall(
+      error, milliseconds, TotalBytes({&input_dev, &grid_dev, &out_dev}), {{&out_dev, &forward}},
+      [&] {
+        std::vector<double> expected(static_cast<size_t>(ElementCount(out_shape)));
+        ref::GridSampler2DForward(input.data(), grid.data(), s, interpolation, padding, align_corners, expected.data());
+        return Expected{expected};
+      },
+      tolerance, rows);
 
+  // Backward: one call, two outputs (outputMask [true, true]), each checked against its own largest value.
   const bool mask_values[2] = {true, true};
   aclBoolArray* output_mask = aclCreateBoolArray(mask_values, 2);
-  error = output_mask != nullptr ? "" : std::string("aclCreateBoolArray: ") + RecentErrorMessage();
-  if (error.empty()) error = input_grad_dev.tensor() != nullptr ? "" : "inputGrad was not created";
+  error = setup_error;
+  if (error.empty() && output_mask == nullptr) error = std::string("aclCreateBoolArray: ") + RecentErrorMessage();
   if (error.empty()) {
     aclnnStatus status = aclnnGridSampler2DBackwardGetWorkspaceSize(
         grad_output_dev.tensor(), input_dev.tensor(), grid_dev.tensor(), interpolation, padding, align_corners,
         output_mask, input_grad_dev.tensor(), grid_grad_dev.tensor(), &workspace_size, &executor);
     error = TimedCall(stream, status, "aclnnGridSampler2DBackwardGetWorkspaceSize", workspace_size, executor,
-                      aclnnGridSampler2DBackward, &backward.milliseconds);
+                      aclnnGridSampler2DBackward, &milliseconds);
   }
   if (output_mask != nullptr) aclDestroyBoolArray(output_mask);
-  std::vector<unsigned char> input_grad_bytes, grid_grad_bytes;
-  if (error.empty()) error = input_grad_dev.CopyOut(&input_grad_bytes);
-  if (error.empty()) error = grid_grad_dev.CopyOut(&grid_grad_bytes);
-  if (!error.empty()) {
-    backward.error = error;
-    rows->push_back(backward);
-    return;
-  }
-  // Both gradients in one check: inputGrad's elements, then gridGrad's.
-  std::vector<double> expected_input_grad(static_cast<size_t>(ElementCount(input_shape)));
-  std::vector<double> expected_grid_grad(static_cast<size_t>(ElementCount(grid_shape)));
-  ref::GridSampler2DBackward(grad_output.data(), input.data(), grid.data(), s, interpolation, padding, align_corners,
-                             expected_input_grad.data(), expected_grid_grad.data());
-  std::vector<double> got = Decode(input_grad_bytes, dtype);
-  const std::vector<double> got_grid_grad = Decode(grid_grad_bytes, dtype);
-  got.insert(got.end(), got_grid_grad.begin(), got_grid_grad.end());
-  expected_input_grad.insert(expected_input_grad.end(), expected_grid_grad.begin(), expected_grid_grad.end());
-  Check(got, expected_input_grad, &backward, GridSamplerTolerance(dtype, s));
-  backward.gbps = static_cast<double>(grad_output_dev.bytes() + input_dev.bytes() + grid_dev.bytes() +
-                                      input_grad_dev.bytes() + grid_grad_dev.bytes()) /
-                  (backward.milliseconds * 1e-3) / 1e9;
-  rows->push_back(backward);
+  CompleteCall(
+      error, milliseconds, TotalBytes({&grad_output_dev, &input_dev, &grid_dev, &input_grad_dev, &grid_grad_dev}),
+      {{&input_grad_dev, &input_grad_row}, {&grid_grad_dev, &grid_grad_row}},
+      [&] {
+        std::vector<double> input_grad(input.size()), grid_grad(grid.size());
+        ref::GridSampler2DBackward(grad_output.data(), input.data(), grid.data(), s, interpolation, padding,
+                                   align_corners, input_grad.data(), grid_grad.data());
+        return Expected{input_grad, grid_grad};
+      },
+      tolerance, rows);
 }
 
-// MultiScaleDeformableAttention forward and backward, one dtype, on Deformable-DETR's decoder cross-attention:
-// 2 images, 300 object queries, 8 heads of 32 channels, 4 points on each of 4 levels of (H, W) = (100, 150),
-// (50, 75), (25, 38), (13, 19) (19947 keys); INT64 spatialShape and levelStartIndex, as PyTorch models pass them.
-// Locations are a reference point per query, uniform in [0, 1)^2, plus small offsets (+-0.05) per (head, level,
-// point); attention weights a softmax over each query and head's 16 (level, point) pairs.
+// MultiScaleDeformableAttention forward and backward, one dtype, on Deformable DETR's encoder self-attention:
+// 2 images, 4 levels of (H, W) = (100, 150), (50, 75), (25, 38), (13, 19) (19947 keys), every pixel of every
+// level a query (nq = nk = 19947), 8 heads of 32 channels, 4 points on each level; INT64 spatialShape and
+// levelStartIndex, as PyTorch models pass them. A query's locations are its own pixel's centre (its reference
+// point, as the encoder has it) plus small offsets (+-0.05) per (head, level, point); attention weights a softmax
+// over each query and head's 16 (level, point) pairs.
 //
 // The locations are multiples of 2^-16: then the pixel coordinate loc * W - 0.5 (W, H < 256) is exact in fp32 and
 // the operator and the float64 reference pick the same bilinear cell. (gradLocation jumps where a coordinate crosses
@@ -474,14 +490,22 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
 // FLOAT16 and BFLOAT16 the rounded locations are such multiples anyway.
 void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std::vector<Row>* rows) {
   const std::vector<int64_t> heights = {100, 50, 25, 13}, widths = {150, 75, 38, 19};
-  ref::MsdaShape s{2, 0, 8, 32, static_cast<int64_t>(heights.size()), 300, 4};
+  ref::MsdaShape s{2, 0, 8, 32, static_cast<int64_t>(heights.size()), 0, 4};
   std::vector<int64_t> spatial_shape, level_start;
+  std::vector<double> pixel_centres;  // (x, y) of every key, in key order: the queries' reference points
   for (size_t l = 0; l < heights.size(); ++l) {
     spatial_shape.push_back(heights[l]);
     spatial_shape.push_back(widths[l]);
     level_start.push_back(s.nk);
     s.nk += heights[l] * widths[l];
+    for (int64_t y = 0; y < heights[l]; ++y) {
+      for (int64_t x = 0; x < widths[l]; ++x) {
+        pixel_centres.push_back((static_cast<double>(x) + 0.5) / static_cast<double>(widths[l]));
+        pixel_centres.push_back((static_cast<double>(y) + 0.5) / static_cast<double>(heights[l]));
+      }
+    }
   }
+  s.nq = s.nk;
   const std::vector<int64_t> value_shape = {s.bs, s.nk, s.nh, s.c};
   const std::vector<int64_t> location_shape = {s.bs, s.nq, s.nh, s.nl, s.np, 2};
   const std::vector<int64_t> attn_shape = {s.bs, s.nq, s.nh, s.nl, s.np};
@@ -494,12 +518,11 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
 
   std::vector<double> value = RandomValues(ElementCount(value_shape), -1.0, 1.0, 6);
   std::vector<double> grad_output = RandomValues(ElementCount(output_shape), -1.0, 1.0, 7);
-  const std::vector<double> reference_points = RandomValues(s.bs * s.nq * 2, 0.0, 1.0, 8);
   std::vector<double> location = RandomValues(ElementCount(location_shape), -0.05, 0.05, 9);
-  const int64_t coordinates_per_query = s.nh * s.nl * s.np * 2;
+  const size_t coordinates_per_query = static_cast<size_t>(s.nh * s.nl * s.np * 2);
   for (size_t i = 0; i < location.size(); ++i) {
-    const size_t query = i / static_cast<size_t>(coordinates_per_query);
-    location[i] = std::round((location[i] + reference_points[2 * query + i % 2]) * 65536.0) / 65536.0;
+    const size_t query = i / coordinates_per_query % static_cast<size_t>(s.nq);  // the same in every image
+    location[i] = std::round((location[i] + pixel_centres[2 * query + i % 2]) * 65536.0) / 65536.0;
   }
   std::vector<double> attn = RandomValues(ElementCount(attn_shape), -2.0, 2.0, 10);  // logits, then a softmax
   const size_t group = static_cast<size_t>(s.nl * s.np);
@@ -523,70 +546,60 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
   };
   DeviceTensor value_dev, spatial_shape_dev, level_start_dev, location_dev, attn_dev, output_dev, grad_output_dev,
       grad_value_dev, grad_location_dev, grad_attn_dev;
-  std::string error = value_dev.Create(value_shape, dtype, Encode(value, dtype));
-  if (error.empty()) error = spatial_shape_dev.Create({s.nl, 2}, ACL_INT64, index_bytes(spatial_shape));
-  if (error.empty()) error = level_start_dev.Create({s.nl}, ACL_INT64, index_bytes(level_start));
-  if (error.empty()) error = location_dev.Create(location_shape, dtype, Encode(location, dtype));
-  if (error.empty()) error = attn_dev.Create(attn_shape, dtype, Encode(attn, dtype));
-  if (error.empty()) error = output_dev.Create(output_shape, dtype, {});
-  if (error.empty()) error = grad_output_dev.Create(output_shape, dtype, Encode(grad_output, dtype));
-  if (error.empty()) error = grad_value_dev.Create(value_shape, dtype, {});
-  if (error.empty()) error = grad_location_dev.Create(location_shape, dtype, {});
-  if (error.empty()) error = grad_attn_dev.Create(attn_shape, dtype, {});
-  const double input_bytes = static_cast<double>(value_dev.bytes() + location_dev.bytes() + attn_dev.bytes());
+  std::string setup_error = value_dev.Create(value_shape, dtype, Encode(value, dtype));
+  if (setup_error.empty()) setup_error = spatial_shape_dev.Create({s.nl, 2}, ACL_INT64, index_bytes(spatial_shape));
+  if (setup_error.empty()) setup_error = level_start_dev.Create({s.nl}, ACL_INT64, index_bytes(level_start));
+  if (setup_error.empty()) setup_error = location_dev.Create(location_shape, dtype, Encode(location, dtype));
+  if (setup_error.empty()) setup_error = attn_dev.Create(attn_shape, dtype, Encode(attn, dtype));
+  if (setup_error.empty()) setup_error = output_dev.Create(output_shape, dtype, {});
+  if (setup_error.empty()) setup_error = grad_output_dev.Create(output_shape, dtype, Encode(grad_output, dtype));
+  if (setup_error.empty()) setup_error = grad_value_dev.Create(value_shape, dtype, {});
+  if (setup_error.empty()) setup_error = grad_location_dev.Create(location_shape, dtype, {});
+  if (setup_error.empty()) setup_error = grad_attn_dev.Create(attn_shape, dtype, {});
 
-  // Forward.
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
+  double milliseconds = NAN;
+  std::string error = setup_error;
   if (error.empty()) {
     aclnnStatus status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
         value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
         attn_dev.tensor(), output_dev.tensor(), &workspace_size, &executor);
     error = TimedCall(stream, status, "aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize", workspace_size, executor,
-                      aclnnMultiScaleDeformableAttnFunction, &forward.milliseconds);
+                      aclnnMultiScaleDeformableAttnFunction, &milliseconds);
   }
-  std::vector<unsigned char> output_bytes;
-  if (error.empty()) error = output_dev.CopyOut(&output_bytes);
-  if (error.empty()) {
-    std::vector<double> expected(static_cast<size_t>(ElementCount(output_shape)));
-    ref::MsdaForward(value.data(), spatial_shape.data(), level_start.data(), location.data(), attn.data(), s,
-                     expected.data());
-    Check(Decode(output_bytes, dtype), expected, &forward);
-    forward.gbps = (input_bytes + static_cast<double>(output_dev.bytes())) / (forward.milliseconds * 1e-3) / 1e9;
-  } else {
-    forward.error = error;
-  }
-  rows->push_back(forward);
+  CompleteCall(
+      error, milliseconds, TotalBytes({&value_dev, &location_dev, &attn_dev, &output_dev}), {{&output_dev, &forward}},
+      [&] {
+        std::vector<double> expected(static_cast<size_t>(ElementCount(output_shape)));
+        ref::MsdaForward(value.data(), spatial_shape.data(), level_start.data(), location.data(), attn.data(), s,
+                         expected.data());
+        return Expected{expected};
+      },
+      0, rows);
 
   // Backward: one call, three outputs, each checked against its own largest value.
-  double backward_milliseconds = NAN;
+  error = setup_error;
   if (error.empty()) {
     aclnnStatus status = aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
         value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
         attn_dev.tensor(), grad_output_dev.tensor(), grad_value_dev.tensor(), grad_location_dev.tensor(),
         grad_attn_dev.tensor(), &workspace_size, &executor);
     error = TimedCall(stream, status, "aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize", workspace_size,
-                      executor, aclnnMultiScaleDeformableAttentionGrad, &backward_milliseconds);
+                      executor, aclnnMultiScaleDeformableAttentionGrad, &milliseconds);
   }
-  std::vector<unsigned char> grad_value_bytes, grad_location_bytes, grad_attn_bytes;
-  if (error.empty()) error = grad_value_dev.CopyOut(&grad_value_bytes);
-  if (error.empty()) error = grad_location_dev.CopyOut(&grad_location_bytes);
-  if (error.empty()) error = grad_attn_dev.CopyOut(&grad_attn_bytes);
-  if (!error.empty()) {
-    PushFailedRows(error, {&grad_value_row, &grad_location_row, &grad_attn_row}, rows);
-    return;
-  }
-  std::vector<double> expected_grad_value(value.size()), expected_grad_location(location.size()),
-      expected_grad_attn(attn.size());
-  ref::MsdaBackward(value.data(), spatial_shape.data(), level_start.data(), location.data(), attn.data(),
-                    grad_output.data(), s, expected_grad_value.data(), expected_grad_location.data(),
-                    expected_grad_attn.data());
-  Check(Decode(grad_value_bytes, dtype), expected_grad_value, &grad_value_row);
-  Check(Decode(grad_location_bytes, dtype), expected_grad_location, &grad_location_row);
-  Check(Decode(grad_attn_bytes, dtype), expected_grad_attn, &grad_attn_row);
-  const double backward_bytes = input_bytes + static_cast<double>(grad_output_dev.bytes() + grad_value_dev.bytes() +
-                                                                  grad_location_dev.bytes() + grad_attn_dev.bytes());
-  PushTimedRows(backward_milliseconds, backward_bytes, {&grad_value_row, &grad_location_row, &grad_attn_row}, rows);
+  CompleteCall(
+      error, milliseconds,
+      TotalBytes({&value_dev, &location_dev, &attn_dev, &grad_output_dev, &grad_value_dev, &grad_location_dev,
+                  &grad_attn_dev}),
+      {{&grad_value_dev, &grad_value_row}, {&grad_location_dev, &grad_location_row}, {&grad_attn_dev, &grad_attn_row}},
+      [&] {
+        std::vector<double> grad_value(value.size()), grad_location(location.size()), grad_attn(attn.size());
+        ref::MsdaBackward(value.data(), spatial_shape.data(), level_start.data(), location.data(), attn.data(),
+                          grad_output.data(), s, grad_value.data(), grad_location.data(), grad_attn.data());
+        return Expected{grad_value, grad_location, grad_attn};
+      },
+      0, rows);
 }
 
 // NsaCompress forward and backward (Native Sparse Attention's key/value compression), one dtype: 4 sequences of
@@ -613,64 +626,56 @@ void RunNsaCompress(aclrtStream stream, aclDataType dtype, std::vector<Row>* row
   RoundTo(dtype, &output_grad);
 
   DeviceTensor input_dev, weight_dev, output_dev, output_grad_dev, input_grad_dev, weight_grad_dev;
-  std::string error = input_dev.Create(input_shape, dtype, Encode(input, dtype));
-  if (error.empty()) error = weight_dev.Create(weight_shape, dtype, Encode(weight, dtype));
-  if (error.empty()) error = output_dev.Create(output_shape, dtype, {});
-  if (error.empty()) error = output_grad_dev.Create(output_shape, dtype, Encode(output_grad, dtype));
-  if (error.empty()) error = input_grad_dev.Create(input_shape, dtype, {});
-  if (error.empty()) error = weight_grad_dev.Create(weight_shape, dtype, {});
+  std::string setup_error = input_dev.Create(input_shape, dtype, Encode(input, dtype));
+  if (setup_error.empty()) setup_error = weight_dev.Create(weight_shape, dtype, Encode(weight, dtype));
+  if (setup_error.empty()) setup_error = output_dev.Create(output_shape, dtype, {});
+  if (setup_error.empty()) setup_error = output_grad_dev.Create(output_shape, dtype, Encode(output_grad, dtype));
+  if (setup_error.empty()) setup_error = input_grad_dev.Create(input_shape, dtype, {});
+  if (setup_error.empty()) setup_error = weight_grad_dev.Create(weight_shape, dtype, {});
   aclIntArray* act_seq_len_array = aclCreateIntArray(act_seq_len.data(), act_seq_len.size());
-  if (error.empty() && act_seq_len_array == nullptr) error = "aclCreateIntArray: " + RecentErrorMessage();
+  if (setup_error.empty() && act_seq_len_array == nullptr) setup_error = "aclCreateIntArray: " + RecentErrorMessage();
   char layout[] = "TND";
-  const double input_bytes = static_cast<double>(input_dev.bytes() + weight_dev.bytes());
 
-  // Forward.
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
+  double milliseconds = NAN;
+  std::string error = setup_error;
   if (error.empty()) {
     aclnnStatus status =
         aclnnNsaCompressGetWorkspaceSize(input_dev.tensor(), weight_dev.tensor(), act_seq_len_array, layout, block_size,
                                          stride, 0, output_dev.tensor(), &workspace_size, &executor);
     error = TimedCall(stream, status, "aclnnNsaCompressGetWorkspaceSize", workspace_size, executor, aclnnNsaCompress,
-                      &forward.milliseconds);
+                      &milliseconds);
   }
-  std::vector<unsigned char> output_bytes;
-  if (error.empty()) error = output_dev.CopyOut(&output_bytes);
-  if (error.empty()) {
-    std::vector<double> expected(static_cast<size_t>(ElementCount(output_shape)));
-    ref::NsaCompressForward(input.data(), weight.data(), block_starts, s, expected.data());
-    Check(Decode(output_bytes, dtype), expected, &forward);
-    forward.gbps = (input_bytes + static_cast<double>(output_dev.bytes())) / (forward.milliseconds * 1e-3) / 1e9;
-  } else {
-    forward.error = error;
-  }
-  rows->push_back(forward);
+  CompleteCall(
+      error, milliseconds, TotalBytes({&input_dev, &weight_dev, &output_dev}), {{&output_dev, &forward}},
+      [&] {
+        std::vector<double> expected(static_cast<size_t>(ElementCount(output_shape)));
+        ref::NsaCompressForward(input.data(), weight.data(), block_starts, s, expected.data());
+        return Expected{expected};
+      },
+      0, rows);
 
   // Backward: one call, two outputs, each checked against its own largest value.
-  double backward_milliseconds = NAN;
+  error = setup_error;
   if (error.empty()) {
     aclnnStatus status = aclnnNsaCompressGradGetWorkspaceSize(
         output_grad_dev.tensor(), input_dev.tensor(), weight_dev.tensor(), act_seq_len_array, block_size, stride, 0,
         layout, input_grad_dev.tensor(), weight_grad_dev.tensor(), &workspace_size, &executor);
     error = TimedCall(stream, status, "aclnnNsaCompressGradGetWorkspaceSize", workspace_size, executor,
-                      aclnnNsaCompressGrad, &backward_milliseconds);
+                      aclnnNsaCompressGrad, &milliseconds);
   }
   if (act_seq_len_array != nullptr) aclDestroyIntArray(act_seq_len_array);
-  std::vector<unsigned char> input_grad_bytes, weight_grad_bytes;
-  if (error.empty()) error = input_grad_dev.CopyOut(&input_grad_bytes);
-  if (error.empty()) error = weight_grad_dev.CopyOut(&weight_grad_bytes);
-  if (!error.empty()) {
-    PushFailedRows(error, {&input_grad_row, &weight_grad_row}, rows);
-    return;
-  }
-  std::vector<double> expected_input_grad(input.size()), expected_weight_grad(weight.size());
-  ref::NsaCompressBackward(input.data(), weight.data(), output_grad.data(), block_starts, s, expected_input_grad.data(),
-                           expected_weight_grad.data());
-  Check(Decode(input_grad_bytes, dtype), expected_input_grad, &input_grad_row);
-  Check(Decode(weight_grad_bytes, dtype), expected_weight_grad, &weight_grad_row);
-  const double backward_bytes =
-      input_bytes + static_cast<double>(output_grad_dev.bytes() + input_grad_dev.bytes() + weight_grad_dev.bytes());
-  PushTimedRows(backward_milliseconds, backward_bytes, {&input_grad_row, &weight_grad_row}, rows);
+  CompleteCall(
+      error, milliseconds, TotalBytes({&input_dev, &weight_dev, &output_grad_dev, &input_grad_dev, &weight_grad_dev}),
+      {{&input_grad_dev, &input_grad_row}, {&weight_grad_dev, &weight_grad_row}},
+      [&] {
+        std::vector<double> input_grad(input.size()), weight_grad(weight.size());
+        ref::NsaCompressBackward(input.data(), weight.data(), output_grad.data(), block_starts, s, input_grad.data(),
+                                 weight_grad.data());
+        return Expected{input_grad, weight_grad};
+      },
+      0, rows);
 }
 
 bool Ok(aclError status, const char* call) {
@@ -693,11 +698,38 @@ int main() {
   const char* threads = std::getenv("ACLNN_NUM_THREADS");
   std::printf("portable-aclnn demo (ACLNN_NUM_THREADS=%s; time = best of %d runs of phase 2 + synchronize)\n\n",
               threads != nullptr ? threads : "unset: all CPUs", kTimedRuns);
+  std::fflush(stdout);
+
+  // One step per operator and dtype: its forward and backward, run, read back and checked.
+  struct Step {
+    const char* op;
+    aclDataType dtype;
+    void (*run)(aclrtStream stream, aclDataType dtype, std::vector<Row>* rows);
+  };
+  std::vector<Step> steps;
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
+    steps.push_back({"ScaledMaskedSoftmax", dtype, RunScaledMaskedSoftmax});
+  }
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE}) {
+    steps.push_back({"GridSampler2D", dtype, RunGridSampler2D});
+  }
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
+    steps.push_back({"MultiScaleDeformableAttention", dtype, RunMultiScaleDeformableAttention});
+  }
+  for (aclDataType dtype : {ACL_FLOAT16, ACL_BF16}) steps.push_back({"NsaCompress", dtype, RunNsaCompress});
+
+  // Progress on stderr, a line per step, so that stdout holds only the table.
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_seconds = [&start] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   std::vector<Row> rows;
-  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunScaledMaskedSoftmax(stream, dtype, &rows);
-  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE}) RunGridSampler2D(stream, dtype, &rows);
-  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) RunMultiScaleDeformableAttention(stream, dtype, &rows);
-  for (aclDataType dtype : {ACL_FLOAT16, ACL_BF16}) RunNsaCompress(stream, dtype, &rows);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::fprintf(stderr, "[%zu/%zu] %s %s: forward and backward, checked against float64 (elapsed %.0f s)\n", i + 1,
+                 steps.size(), steps[i].op, DTypeName(steps[i].dtype), elapsed_seconds());
+    steps[i].run(stream, steps[i].dtype, &rows);
+  }
+  std::fprintf(stderr, "all %zu steps done in %.0f s\n", steps.size(), elapsed_seconds());
 
   // A row that checks one of several outputs is labelled "operator:output".
   auto label = [](const Row& row) { return row.output.empty() ? row.op : row.op + ":" + row.output; };
@@ -716,9 +748,9 @@ int main() {
       all_pass = false;
       continue;
     }
-    std::printf("%-*s %-9s %-*s %13.3e %11.3e %-6s %9.3f %8.2f\n", op_width, label(row).c_str(),
-                DTypeName(row.dtype), shape_width, row.shape.c_str(), row.max_abs_error, row.tolerance,
-                row.pass ? "pass" : "FAIL", row.milliseconds, row.gbps);
+    std::printf("%-*s %-9s %-*s %13.3e %11.3e %-6s %9.3f %8.2f\n", op_width, label(row).c_str(), DTypeName(row.dtype),
+                shape_width, row.shape.c_str(), row.max_abs_error, row.tolerance, row.pass ? "pass" : "FAIL",
+                row.milliseconds, row.gbps);
     all_pass = all_pass && row.pass;
   }
   std::printf("\n%s\n", all_pass ? "all checks passed" : "SOME CHECKS FAILED");
