@@ -329,6 +329,21 @@ ref::GridSamplerPoint SamplePoint(const LargeTensor& grid, int64_t p) {
   return ref::GridSampler2DSamplePoint(grid.At(p * 2), grid.At(p * 2 + 1), kGridH, kGridW, 0, 0, false);
 }
 
+// GridSampler2DBackward (bilinear, zeros padding, alignCorners false) for the outputs output_mask asks for.
+void RunGridSamplerBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid,
+                            const std::array<bool, 2>& output_mask, aclTensor* input_grad, aclTensor* grid_grad) {
+  aclBoolArray* mask = aclCreateBoolArray(output_mask.data(), output_mask.size());
+  optest::TestStream stream;
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  const aclnnStatus phase1 = aclnnGridSampler2DBackwardGetWorkspaceSize(
+      grad_output, input, grid, 0, 0, false, mask, input_grad, grid_grad, &workspace_size, &executor);
+  aclDestroyBoolArray(mask);
+  ASSERT_EQ(phase1, ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  ASSERT_EQ(optest::RunWithWorkspace(aclnnGridSampler2DBackward, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+}
+
 TEST(LargeTensors, GridSampler2DForwardPast2To31Elements) {
   const uint64_t input_elements = static_cast<uint64_t>(kGridN * kGridC * kGridH * kGridW);
   // The FLOAT16 input and the kernel's blocked FLOAT copy of it (workspace).
@@ -385,18 +400,8 @@ TEST(LargeTensors, GridSampler2DBackwardGridGradPast2To31Elements) {
   grad_output.FillHashed(13, 1.0 / 64);  // keeps gridGrad (about W/2 * C * ...) inside FLOAT16's range
   grid_grad.FillNaN();
 
-  const bool mask[2] = {false, true};
-  aclBoolArray* output_mask = aclCreateBoolArray(mask, 2);
-  optest::TestStream stream;
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus phase1 =
-      aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output.get(), input.get(), grid.get(), 0, 0, false, output_mask,
-                                                 input_grad.get(), grid_grad.get(), &workspace_size, &executor);
-  aclDestroyBoolArray(output_mask);
-  ASSERT_EQ(phase1, ACLNN_SUCCESS) << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnGridSampler2DBackward, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
+  ASSERT_NO_FATAL_FAILURE(RunGridSamplerBackward(grad_output.get(), input.get(), grid.get(), {false, true},
+                                                 input_grad.get(), grid_grad.get()));
 
   for (int64_t p = 0; p < kGridPoints; ++p) {
     const int64_t n = p / (kGridHout * kGridWout);
@@ -438,18 +443,8 @@ TEST(LargeTensors, GridSampler2DBackwardInputGradPast2To31Elements) {
   input_grad.FillNaN();
   grid_grad.FillNaN();
 
-  const bool mask[2] = {true, false};
-  aclBoolArray* output_mask = aclCreateBoolArray(mask, 2);
-  optest::TestStream stream;
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus phase1 =
-      aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output.get(), input.get(), grid.get(), 0, 0, false, output_mask,
-                                                 input_grad.get(), grid_grad.get(), &workspace_size, &executor);
-  aclDestroyBoolArray(output_mask);
-  ASSERT_EQ(phase1, ACLNN_SUCCESS) << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnGridSampler2DBackward, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
+  ASSERT_NO_FATAL_FAILURE(RunGridSamplerBackward(grad_output.get(), input.get(), grid.get(), {true, false},
+                                                 input_grad.get(), grid_grad.get()));
 
   // The expected nonzero elements: each tap of each point adds weight * gradOutput to its pixel in every channel.
   struct Expected {

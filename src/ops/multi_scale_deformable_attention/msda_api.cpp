@@ -110,13 +110,15 @@ bool CheckHeadRows(OpChecker& check, const TensorDesc& t, const char* param, con
       t.rank == 3 && t.shape[0] == s.batch && t.shape[1] == s.queries && t.shape[2] == s.heads * s.channels;
   const bool four_d = four_d_allowed && t.rank == 4 && t.shape[0] == s.batch && t.shape[1] == s.queries &&
                       t.shape[2] == s.heads && t.shape[3] == s.channels;
-  if (!three_d && !four_d) {
-    const std::string four_d_form = "[" + std::to_string(s.batch) + ", " + std::to_string(s.queries) + ", " +
-                                    std::to_string(s.heads) + ", " + std::to_string(s.channels) + "]";
-    return check.Check(false, "%s must have shape [%lld, %lld, %lld] (bs, num_queries, num_heads * channels)%s, got %s",
-                       param, LL(s.batch), LL(s.queries), LL(s.heads * s.channels),
-                       four_d_allowed ? (" or " + four_d_form + " (bs, num_queries, num_heads, channels)").c_str() : "",
-                       t.ShapeString().c_str());
+  const std::string four_d_form = four_d_allowed
+                                      ? " or [" + std::to_string(s.batch) + ", " + std::to_string(s.queries) + ", " +
+                                            std::to_string(s.heads) + ", " + std::to_string(s.channels) +
+                                            "] (bs, num_queries, num_heads, channels)"
+                                      : "";
+  if (!check.Check(
+          three_d || four_d, "%s must have shape [%lld, %lld, %lld] (bs, num_queries, num_heads * channels)%s, got %s",
+          param, LL(s.batch), LL(s.queries), LL(s.heads * s.channels), four_d_form.c_str(), t.ShapeString().c_str())) {
+    return false;
   }
   rows->desc = t;
   rows->batch_stride = t.strides[0];
