@@ -353,10 +353,13 @@ std::string SweepCaseName(const SweepCase& c) {
 // How gtest shows a failing case's parameter.
 void PrintTo(const SweepCase& c, std::ostream* os) { *os << SweepCaseName(c); }
 
-// The brief's sizes, plus D = 1 and 33 (not a multiple of any vector width: the kernels' tails).
+// The brief's sizes, plus D = 1 and 33 (not a multiple of any vector width: the kernels' tails), 96 and 400 (rows
+// the forward walks in several channel groups), and 4 and 6 blocks covering a token (the forward keeps up to 4
+// blocks' sums in registers and takes another path beyond).
 const Geometry kSweepGeometries[] = {
     {32, 16, 1, 16},  {32, 16, 4, 128},  {64, 32, 64, 16}, {64, 32, 1, 128}, {48, 16, 4, 192},
     {48, 16, 64, 16}, {128, 64, 1, 192}, {128, 64, 4, 16}, {32, 16, 3, 1},   {48, 16, 2, 33},
+    {32, 16, 2, 400}, {64, 16, 3, 96},   {96, 16, 2, 40},
 };
 
 std::vector<SweepCase> SweepCases() {
@@ -767,6 +770,29 @@ TEST(NsaCompressDeterminism, OutputForThreadCountCheck) { optest::WriteOutputFor
 TEST(NsaCompressDeterminism, BitIdenticalForAnyThreadCount) {
   optest::ExpectBitIdenticalForThreadCounts("NsaCompressDeterminism.OutputForThreadCountCheck", {2, 3, 8},
                                             DeterminismBytes);
+}
+
+// The forward walks tokens in order when input rows have unit stride along D and gathers rows otherwise (see the
+// kernel's NOTE); both sum each block from zero in ascending j, so a transposed input view gives the same bits.
+TEST(NsaCompressDeterminism, ForwardPathsGiveTheSameBits) {
+  for (aclDataType dtype : kDTypes) {
+    for (const Geometry& g : {Geometry{32, 16, 4, 192}, Geometry{48, 16, 3, 40}, Geometry{64, 16, 2, 33}}) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + GeometryName(g));
+      const Problem p = MakeProblem(g, CumulativeEnds({300, 20, 170}, false), dtype, 9700);
+      CallConfig setup;
+      setup.dtype = dtype;
+      std::vector<std::vector<uint8_t>> outputs;
+      for (Layout input_layout : {Layout::kContiguous, Layout::kTransposed}) {
+        Layouts layouts = AllLayouts(Layout::kContiguous);
+        layouts[kInput] = input_layout;
+        DeviceProblem d(p, dtype, layouts);
+        DeviceTensor output = DeviceTensor::Output(p.OutputShape(), dtype, Layout::kContiguous);
+        ASSERT_EQ(RunForward(p, d, setup, output.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+        outputs.push_back(output.ReadBytes());
+      }
+      EXPECT_TRUE(outputs[0] == outputs[1]);
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+
 // NOTE [NsaCompress on the CPU]
 //
 // Problem. input (T, N, D) holds the tokens of several sequences back to back (actSeqLen: cumulative ends). Each
@@ -12,16 +13,23 @@
 // element (in registers for unit-stride outputs, pacl::StoreFromFloat otherwise). weight is read once into an fp32
 // table.
 //
-// Passes and memory traffic. Forward: tasks are chunks of kBlocksPerChunk consecutive blocks; per head the chunk's
-// blocks are summed in order, so the tokens two overlapping blocks share are read from cache the second time: input
-// is read once from memory, output written once. Backward, pass 1 (weightGrad): the same chunks; per head and block
-// the outputGrad row is widened once and dotted with the block's blockSize input rows, adding into the chunk's
-// partial sums (block_size, N) in the workspace — input is read once. Pass 2 (inputGrad): tasks are chunks of
-// tokens; each token row sums weight * outputGrad row over its covering blocks in ascending block order, and is
-// written once (zeros when no block covers it). Pass 3 adds the chunks' partials in ascending chunk order into
+// Passes and memory traffic. Forward: tasks are chunks of kBlocksPerChunk consecutive blocks. When input rows are
+// read in place and at most kMaxRegisterCover blocks cover a token (ceil(blockSize / stride), 2 for the usual
+// blockSize = 2 * stride), each head's tokens are walked once in order (BlockSums): a row is loaded and widened
+// once, in as few channel groups as the registers allow (a D = 192 row in one go on AVX-512), and multiply-added
+// into the sums of every block covering it, held in registers; a block's sums leave when its last row is in. One
+// walk per row keeps each row's bytes in one run of loads, which matters more than anything else here (the rows of
+// one head lie N * D elements apart). Otherwise (gathered rows, or many blocks per token) each block sums its
+// blockSize rows directly (WeightedSum), the shared rows coming from cache the second time. Either way input is
+// read once from memory and output written once (non-temporal stores when large). Backward, pass 1 (weightGrad): the
+// same chunks; per head and block the outputGrad row is widened once and dotted with the block's blockSize input rows,
+// adding into the chunk's partial sums (block_size, N) in the workspace — input is read once. Pass 2 (inputGrad): tasks
+// are chunks of tokens; each token row sums weight * outputGrad row over its covering blocks in ascending block order,
+// and is written once (zeros when no block covers it). Pass 3 adds the chunks' partials in ascending chunk order into
 // weightGrad.
 //
-// Determinism. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, channels by
+// Determinism. Both forward paths start each block's sum at zero and add its rows in ascending j, so they give the
+// same bits. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, channels by
 // one fixed lane reduction, chunks ascending), never by the thread count: results are bit-identical run to run and
 // for any number of threads (they may differ in the last bits between SIMD targets).
 #include <algorithm>
@@ -50,6 +58,23 @@
 namespace pacl::nsa_compress {
 // How a row's elements are stored: fp32, or fp16/bf16 bits.
 enum RowKind : int { kFloatRow = 0, kHalfRow = 1, kBFloat16Row = 2 };
+
+// One forward walk over the tokens of consecutive blocks of one sequence, for one head, on rows read in place.
+struct BlockWalk {
+  const char* first_row = nullptr;  // the row (first token of the first block, head)
+  int64_t row_step = 0;             // bytes from one token's row to the next token's
+  int64_t blocks = 0;               // consecutive blocks, block b starting at token b * stride
+  int64_t block_size = 0;
+  int64_t stride = 0;
+  int64_t dim = 0;
+  const float* weights = nullptr;  // weight[j] of this head, j < block_size
+  float* sums = nullptr;           // out: block b's fp32 sums at sums[b * dim + i], i < dim
+};
+
+// The most blocks covering one token (ceil(block_size / stride)) for which BlockSums keeps the sums in registers.
+inline constexpr int64_t kMaxRegisterCover = 4;
+// Tokens ahead whose rows a forward walk prefetches.
+inline constexpr int64_t kPrefetchTokens = 8;
 }  // namespace pacl::nsa_compress
 #endif  // PACL_OPS_NSA_COMPRESS_CPU_SHARED_
 
@@ -106,6 +131,116 @@ void WeightedSum(int kind, const void* const* rows, const float* weights, int64_
   if (kind == kHalfRow) return WeightedSumT<kHalfRow>(rows, weights, count, n, out);
   if (kind == kBFloat16Row) return WeightedSumT<kBFloat16Row>(rows, weights, count, n, out);
   WeightedSumT<kFloatRow>(rows, weights, count, n, out);
+}
+
+// Block sums of channels [first, first + kVectors * lanes) of a BlockWalk, converting each input row once: a token
+// is covered by at most kCover blocks, whose sums stay in registers (slot c holds block group - c, where `group`
+// is the newest block begun). Each block's sum starts at zero and takes its rows in ascending j, exactly as
+// WeightedSum would, so both give the same bits.
+template <int kKind, int kCover, int kVectors, class D>
+void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t tokens = (walk.blocks - 1) * walk.stride + walk.block_size;
+  // The whole row of a token kPrefetchTokens ahead is asked for on the first channel group's walk only.
+  const bool prefetch = first == 0;
+  hn::Vec<D> sums[kCover][kVectors];
+  for (int c = 0; c < kCover; ++c) {
+    for (int v = 0; v < kVectors; ++v) sums[c][v] = hn::Zero(d);
+  }
+  const char* row = walk.first_row;
+  int64_t u = 0;
+  for (int64_t group = 0; u < tokens; ++group) {
+    // Block `group` begins at token u: every block in flight moves one slot older.
+    for (int c = kCover - 1; c > 0; --c) {
+      for (int v = 0; v < kVectors; ++v) sums[c][v] = sums[c - 1][v];
+    }
+    for (int v = 0; v < kVectors; ++v) sums[0][v] = hn::Zero(d);
+    const int64_t group_end = std::min(tokens, u + walk.stride);
+    for (; u < group_end; ++u, row += walk.row_step) {
+      if (prefetch && u + kPrefetchTokens < tokens) {
+        const char* ahead = row + kPrefetchTokens * walk.row_step;
+        for (int64_t byte = 0; byte < walk.dim * 2; byte += 64) hwy::Prefetch(ahead + byte);
+      }
+      hn::Vec<D> x[kVectors];
+      for (int v = 0; v < kVectors; ++v) x[v] = LoadLanes<kKind>(d, row, first + v * lanes);
+      for (int c = 0; c < kCover; ++c) {
+        const int64_t block = group - c;
+        const int64_t j = u - block * walk.stride;
+        if (block < 0 || block >= walk.blocks || j >= walk.block_size) continue;
+        const auto weight = hn::Set(d, walk.weights[j]);
+        for (int v = 0; v < kVectors; ++v) sums[c][v] = hn::MulAdd(weight, x[v], sums[c][v]);
+        if (j == walk.block_size - 1) {
+          for (int v = 0; v < kVectors; ++v)
+            hn::StoreU(sums[c][v], d, walk.sums + block * walk.dim + first + v * lanes);
+        }
+      }
+    }
+  }
+}
+
+// Vector registers of the target: the sums of kCover blocks and an input vector must fit in them.
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+constexpr int kVectorRegisters = 16;
+#else
+constexpr int kVectorRegisters = 32;
+#endif
+
+// Channel groups (vectors per walk) there are kernels for; a row walked in one go is read in one run.
+constexpr int kGroupSizes[] = {12, 8, 6, 4, 2, 1};
+
+template <int kKind, int kCover, int kVectors>
+void BlockSumsVectors(const BlockWalk& walk, int64_t first) {
+  // Only group sizes whose sums fit in registers are instantiated; larger requests never reach here.
+  if constexpr (kCover * kVectors + 2 <= kVectorRegisters || kVectors == 1) {
+    BlockSumsGroup<kKind, kCover, kVectors>(DF(), walk, first);
+  }
+}
+
+template <int kKind, int kCover>
+void BlockSumsT(const BlockWalk& walk) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  int max_group = 1;
+  for (int size : kGroupSizes) {
+    if (kCover * size + 2 <= kVectorRegisters) {
+      max_group = size;
+      break;
+    }
+  }
+  // Whole vectors in as few walks as the registers allow: each time the largest group that fits what is left.
+  int64_t remaining = walk.dim / lanes;
+  int64_t first = 0;
+  while (remaining > 0) {
+    int size = 1;
+    for (int candidate : kGroupSizes) {
+      if (candidate <= max_group && candidate <= remaining) {
+        size = candidate;
+        break;
+      }
+    }
+    if (size == 12) BlockSumsVectors<kKind, kCover, 12>(walk, first);
+    if (size == 8) BlockSumsVectors<kKind, kCover, 8>(walk, first);
+    if (size == 6) BlockSumsVectors<kKind, kCover, 6>(walk, first);
+    if (size == 4) BlockSumsVectors<kKind, kCover, 4>(walk, first);
+    if (size == 2) BlockSumsVectors<kKind, kCover, 2>(walk, first);
+    if (size == 1) BlockSumsVectors<kKind, kCover, 1>(walk, first);
+    first += size * lanes;
+    remaining -= size;
+  }
+  // The channels past the last whole vector, one lane at a time.
+  for (; first < walk.dim; ++first) BlockSumsGroup<kKind, kCover, 1>(DF1(), walk, first);
+}
+
+template <int kKind>
+void BlockSumsOfKind(int cover, const BlockWalk& walk) {
+  if (cover == 2) return BlockSumsT<kKind, 2>(walk);
+  if (cover == 3) return BlockSumsT<kKind, 3>(walk);
+  BlockSumsT<kKind, 4>(walk);
+}
+
+// cover: the most blocks covering one token, 2 to kMaxRegisterCover; kind: kHalfRow or kBFloat16Row.
+void BlockSums(int kind, int cover, const BlockWalk& walk) {
+  if (kind == kHalfRow) return BlockSumsOfKind<kHalfRow>(cover, walk);
+  BlockSumsOfKind<kBFloat16Row>(cover, walk);
 }
 
 // sums[r] += a . rows[r] (over i < n) for each row r: lane-parallel partial sums, one fixed reduction, then the
@@ -203,6 +338,7 @@ HWY_AFTER_NAMESPACE();
 namespace pacl::nsa_compress {
 
 HWY_EXPORT(WeightedSum);
+HWY_EXPORT(BlockSums);
 HWY_EXPORT(AddDots);
 HWY_EXPORT(NarrowRow);
 
@@ -276,12 +412,54 @@ std::vector<int64_t> BlockFirstTokens(const std::vector<Sequence>& sequences, co
   return first;
 }
 
+// Forward on in-place input rows when at most kMaxRegisterCover blocks cover a token: per chunk, sequence and
+// head, one walk over the tokens (BlockSums), then the chunk's rows are rounded out.
+void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights, int cover) {
+  const NsaShape& s = params.shape;
+  const TensorDesc& in = params.input;
+  const bool stream = params.output.NumElements() * 2 >= kStreamMinBytes;
+  ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
+    std::vector<float> sums(static_cast<size_t>((end - begin) * s.dim));
+    // The sequences holding blocks [begin, end): from the first whose blocks end past `begin`.
+    auto seq = std::upper_bound(params.sequences.begin(), params.sequences.end(), begin,
+                                [](int64_t block, const Sequence& q) { return block < q.first_block + q.blocks; });
+    for (; seq != params.sequences.end() && seq->first_block < end; ++seq) {
+      const int64_t first_block = std::max(begin, seq->first_block);
+      const int64_t last_block = std::min(end, seq->first_block + seq->blocks);
+      if (first_block >= last_block) continue;
+      const int64_t first_token = seq->start + (first_block - seq->first_block) * s.stride;
+      for (int64_t n = 0; n < s.heads; ++n) {
+        BlockWalk walk;
+        walk.first_row =
+            static_cast<const char*>(in.data) + (in.offset + first_token * in.strides[0] + n * in.strides[1]) * 2;
+        walk.row_step = in.strides[0] * 2;
+        walk.blocks = last_block - first_block;
+        walk.block_size = s.block_size;
+        walk.stride = s.stride;
+        walk.dim = s.dim;
+        walk.weights = &weights[static_cast<size_t>(n * s.block_size)];
+        walk.sums = sums.data();
+        HWY_DYNAMIC_DISPATCH(BlockSums)(KindOf(in.dtype), cover, walk);
+        for (int64_t b = first_block; b < last_block; ++b) {
+          StoreRow(params.output, b, n, sums.data() + (b - first_block) * s.dim, stream);
+        }
+      }
+    }
+    if (stream) hwy::FlushStream();
+  });
+}
+
 }  // namespace
 
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* /*workspace*/) {
   const NsaShape& s = params.shape;
   if (s.blocks == 0 || s.heads == 0 || s.dim == 0) return ACLNN_SUCCESS;
   const std::vector<float> weights = ReadWeights(params.weight);
+  const int64_t cover = (s.block_size + s.stride - 1) / s.stride;
+  if (params.input.strides[2] == 1 && cover <= kMaxRegisterCover) {
+    ForwardWalks(params, weights, static_cast<int>(cover));
+    return ACLNN_SUCCESS;
+  }
   const std::vector<int64_t> first_token = BlockFirstTokens(params.sequences, s);
   const RowReader input(params.input);
   ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
