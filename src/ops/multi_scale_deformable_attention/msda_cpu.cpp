@@ -32,7 +32,9 @@
 // through their strides in any float dtype.
 //
 // Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
-// writing its own output rows; a row sums its corners in a fixed order (corner k, then point).
+// writing its own output rows; a row sums its corners in a fixed order: corner k of each point (points ascending)
+// into chain k % chains, the chains (4 where the target's registers allow, else 2 or 1) added pairwise at the end;
+// independent chains keep the multiply-add latency from bounding the row's time.
 // Backward: one task per (image, head), a split fixed by the shape alone. The task zeroes its gradValue plane,
 // walks its queries in ascending order and each row's corners in the fixed order, scattering attn * weight *
 // gradOutput into the plane and taking one dot product gradOutput . value row per corner (one fixed lane
@@ -162,27 +164,48 @@ void FastCorners(const float* loc_x, const float* loc_y, float* attn, const Leve
   }
 }
 
+// Vector registers of the target, for sizing the independent chains of sums below.
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+constexpr int kVectorRegisters = 16;
+#else
+constexpr int kVectorRegisters = 32;
+#endif
+
 // Channels [first, first + kVectors * Lanes(d)) of WeightedRowSum, with the sums in registers: each corner's key,
-// weight and address are worked out once for all kVectors vectors.
+// weight and address are worked out once for all kVectors vectors. Corner k adds into chain k % kChains, so that
+// kChains independent multiply-add chains hide the instruction latency (one chain of 4 * points steps would bound
+// the row's time); the chains are combined pairwise at the end.
 template <int kVectors, class D>
 void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
                          const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
+  constexpr int kChains = kVectors * 4 * 2 <= kVectorRegisters ? 4 : kVectors * 2 * 2 <= kVectorRegisters ? 2 : 1;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  hn::Vec<D> sums[kVectors];
-  for (int v = 0; v < kVectors; ++v) sums[v] = hn::Zero(d);
-  for (int64_t k = 0; k < 4; ++k) {
-    for (int64_t i = 0; i < points; ++i) {
+  hn::Vec<D> sums[kChains][kVectors];
+  for (int c = 0; c < kChains; ++c) {
+    for (int v = 0; v < kVectors; ++v) sums[c][v] = hn::Zero(d);
+  }
+  for (int64_t i = 0; i < points; ++i) {
+    for (int k = 0; k < 4; ++k) {
       const int64_t key = keys[k * stride + i];
       if (key < 0) continue;
       const auto w = hn::Set(d, attn[i] * weights[k * stride + i]);
       const float* row = rows + key * key_stride + first;
-      for (int v = 0; v < kVectors; ++v) sums[v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), sums[v]);
+      for (int v = 0; v < kVectors; ++v) {
+        sums[k % kChains][v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), sums[k % kChains][v]);
+      }
     }
   }
-  for (int v = 0; v < kVectors; ++v) hn::StoreU(sums[v], d, out + first + v * lanes);
+  for (int v = 0; v < kVectors; ++v) {
+    if constexpr (kChains == 4) {
+      sums[0][v] = hn::Add(hn::Add(sums[0][v], sums[1][v]), hn::Add(sums[2][v], sums[3][v]));
+    } else if constexpr (kChains == 2) {
+      sums[0][v] = hn::Add(sums[0][v], sums[1][v]);
+    }
+    hn::StoreU(sums[0][v], d, out + first + v * lanes);
+  }
 }
 
-// out[ch] = sum over corners (k ascending, then points ascending) of attn[i] * weights[k][i] * value row.
+// out[ch] = sum over corners of attn[i] * weights[k][i] * value row, in the order WeightedRowSumGroup fixes.
 // rows + key * key_stride is the value row of a key.
 void WeightedRowSum(const float* rows, int64_t key_stride, const int64_t* keys, const float* weights, const float* attn,
                     int64_t points, int64_t stride, int64_t channels, float* out) {
@@ -461,21 +484,34 @@ bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row)
 }
 
 // Reads the row's locations and attention weights and finds every point's corners.
+// out[l * points + p] = element (b, q, h, l, p) of location (coordinate `coordinate`) or attnWeight, as float: the
+// dtype is dispatched once per row, not per element.
+void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, int64_t coordinate,
+                     float* out) {
+  DispatchFloat(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int64_t coordinate_offset = coordinate == 0 ? 0 : coordinate * t.strides[5];  // attnWeight has rank 5
+    const T* first = static_cast<const T*>(t.data) + PointElement(t, b, q, h, 0, 0) + coordinate_offset;
+    int64_t i = 0;
+    for (int64_t l = 0; l < s.levels; ++l) {
+      const T* element = first + l * t.strides[3];
+      for (int64_t p = 0; p < s.points; ++p, ++i, element += t.strides[4]) {
+        T v;
+        std::memcpy(&v, element, sizeof v);
+        out[i] = ToFloat(v);
+      }
+    }
+  });
+}
+
 void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoints* row) {
   const MsdaShape& s = sampler.shape;
   row->count = s.levels * s.points;
   row->stride = (row->count + kPointAlign - 1) / kPointAlign * kPointAlign;
-  const int64_t coordinate_stride = sampler.location.strides[5];
-  int64_t i = 0;
-  for (int64_t l = 0; l < s.levels; ++l) {
-    for (int64_t p = 0; p < s.points; ++p, ++i) {
-      const int64_t loc = PointElement(sampler.location, b, q, h, l, p);
-      row->loc_x[i] = LoadFloatElement(sampler.location.dtype, sampler.location.ElementAt(loc));
-      row->loc_y[i] = LoadFloatElement(sampler.location.dtype, sampler.location.ElementAt(loc + coordinate_stride));
-      row->attn[i] = LoadFloatElement(sampler.attn_weight.dtype,
-                                      sampler.attn_weight.ElementAt(PointElement(sampler.attn_weight, b, q, h, l, p)));
-    }
-  }
+  ReadRowElements(sampler.location, s, b, q, h, 0, row->loc_x);
+  ReadRowElements(sampler.location, s, b, q, h, 1, row->loc_y);
+  ReadRowElements(sampler.attn_weight, s, b, q, h, 0, row->attn);
+  int64_t i = row->count;
   for (; i < row->stride; ++i) {
     row->loc_x[i] = std::numeric_limits<float>::quiet_NaN();
     row->loc_y[i] = std::numeric_limits<float>::quiet_NaN();
