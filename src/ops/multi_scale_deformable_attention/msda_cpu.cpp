@@ -485,19 +485,20 @@ bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row)
 
 // Reads the row's locations and attention weights and finds every point's corners.
 // out[l * points + p] = element (b, q, h, l, p) of location (coordinate `coordinate`) or attnWeight, as float: the
-// dtype is dispatched once per row, not per element.
+// dtype is dispatched once per row, not per element. Element indices are formed only for elements of the view (a
+// pointer stepped past the last one could leave the storage: strides of size-1 dims may be anything).
 void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, int64_t coordinate,
                      float* out) {
   DispatchFloat(t.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t coordinate_offset = coordinate == 0 ? 0 : coordinate * t.strides[5];  // attnWeight has rank 5
-    const T* first = static_cast<const T*>(t.data) + PointElement(t, b, q, h, 0, 0) + coordinate_offset;
+    const int64_t first = PointElement(t, b, q, h, 0, 0) + coordinate_offset;
+    const T* data = static_cast<const T*>(t.data);
     int64_t i = 0;
     for (int64_t l = 0; l < s.levels; ++l) {
-      const T* element = first + l * t.strides[3];
-      for (int64_t p = 0; p < s.points; ++p, ++i, element += t.strides[4]) {
+      for (int64_t p = 0; p < s.points; ++p, ++i) {
         T v;
-        std::memcpy(&v, element, sizeof v);
+        std::memcpy(&v, data + (first + l * t.strides[3] + p * t.strides[4]), sizeof v);
         out[i] = ToFloat(v);
       }
     }
