@@ -88,22 +88,6 @@ const char* DataTypeName(aclDataType dtype) {
   return buffer;
 }
 
-float HalfToFloat(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1Fu;
-  uint32_t mantissa = bits & 0x3FFu;
-  if (exponent == 0x1Fu) return BitsToFloat(sign | 0x7F800000u | (mantissa << 13));  // Inf, NaN (payload kept)
-  if (exponent != 0) return BitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-  if (mantissa == 0) return BitsToFloat(sign);
-  // Subnormal: normalise. The value is mantissa * 2^-24; the leading one moves to bit 10.
-  int float_exponent = 113;  // biased exponent of 2^-14
-  while ((mantissa & 0x400u) == 0) {
-    mantissa <<= 1;
-    --float_exponent;
-  }
-  return BitsToFloat(sign | (static_cast<uint32_t>(float_exponent) << 23) | ((mantissa & 0x3FFu) << 13));
-}
-
 uint16_t FloatToHalf(float value) {
   const uint32_t bits = FloatBits(value);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);

@@ -104,7 +104,7 @@ TEST(HalfConversion, EveryHalfWidensExactly) {
     ASSERT_EQ(static_cast<double>(got), expected) << std::hex << h;
     ASSERT_EQ(std::signbit(got), std::signbit(expected)) << std::hex << h;
     ASSERT_EQ(BitsFromFloat(aclFloat16ToFloat(bits)), BitsFromFloat(got)) << std::hex << h;
-    // The branch-free inline widening the kernels' scalar loops use gives the same bits, NaN payloads included.
+    // The element widening the kernels' scalar loops use gives the same bits, NaN payloads included.
     ASSERT_EQ(BitsFromFloat(pacl::ToFloat(pacl::Float16{bits})), BitsFromFloat(got)) << std::hex << h;
   }
 }

@@ -36,8 +36,15 @@ inline float BitsToFloat(uint32_t bits) {
   return value;
 }
 
-// Exact widening.
-PACL_INTERNAL_API float HalfToFloat(uint16_t bits);
+// Exact widening, without branches (it runs in kernels' scalar loops): a normal half moves its exponent from bias
+// 15 to 127 (Inf/NaN from 31 to 255, the NaN payload kept); a subnormal is its integer mantissa times 2^-24 (exact).
+inline float HalfToFloat(uint16_t bits) {
+  const uint32_t magnitude = bits & 0x7FFFu;
+  const uint32_t rebias = magnitude >= 0x7C00u ? (224u << 23) : (112u << 23);
+  const float subnormal = static_cast<float>(magnitude) * 0x1p-24f;
+  const uint32_t magnitude_bits = magnitude < 0x400u ? FloatBits(subnormal) : (magnitude << 13) + rebias;
+  return BitsToFloat((static_cast<uint32_t>(bits & 0x8000u) << 16) | magnitude_bits);
+}
 inline float BFloat16ToFloat(uint16_t bits) { return BitsToFloat(static_cast<uint32_t>(bits) << 16); }
 
 // Round to nearest, ties to even; overflow gives +-Inf, NaN stays NaN (quiet).
@@ -51,30 +58,16 @@ inline uint16_t FloatToBFloat16(float value) {
 
 // Widen/narrow one element of the float types an operator computes in.
 inline float ToFloat(float v) { return v; }
-inline float ToFloat(Float16 v) {
-  // HalfToFloat's result without branches, for loops over many elements: a normal half moves its exponent from
-  // bias 15 to 127 (Inf/NaN from 31 to 255, payload kept); a subnormal is its integer mantissa times 2^-24 (exact).
-  const uint32_t magnitude = v.bits & 0x7FFFu;
-  const uint32_t rebias = magnitude >= 0x7C00u ? (224u << 23) : (112u << 23);
-  const float subnormal = static_cast<float>(magnitude) * 0x1p-24f;
-  const uint32_t magnitude_bits = magnitude < 0x400u ? FloatBits(subnormal) : (magnitude << 13) + rebias;
-  return BitsToFloat((static_cast<uint32_t>(v.bits & 0x8000u) << 16) | magnitude_bits);
-}
+inline float ToFloat(Float16 v) { return HalfToFloat(v.bits); }
 inline float ToFloat(BFloat16 v) { return BFloat16ToFloat(v.bits); }
 template <class T>
 T FromFloat(float v);
 template <>
-inline float FromFloat<float>(float v) {
-  return v;
-}
+inline float FromFloat<float>(float v) { return v; }
 template <>
-inline Float16 FromFloat<Float16>(float v) {
-  return Float16{FloatToHalf(v)};
-}
+inline Float16 FromFloat<Float16>(float v) { return Float16{FloatToHalf(v)}; }
 template <>
-inline BFloat16 FromFloat<BFloat16>(float v) {
-  return BFloat16{FloatToBFloat16(v)};
-}
+inline BFloat16 FromFloat<BFloat16>(float v) { return BFloat16{FloatToBFloat16(v)}; }
 
 template <class T>
 struct TypeTag {

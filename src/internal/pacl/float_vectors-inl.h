@@ -33,6 +33,14 @@ namespace pacl {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Vector registers of the target, for kernels that size how many vectors of sums they keep in registers: 32 on
+// AVX-512 (and non-x86), 16 on the narrower x86 targets.
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+inline constexpr int kVectorRegisters = 16;
+#else
+inline constexpr int kVectorRegisters = 32;
+#endif
+
 // x86 targets with F16C, whose fp16 conversions round to nearest even and handle Inf/NaN.
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 #define PACL_CONVERT_HAVE_F16C 1

@@ -85,6 +85,7 @@ struct LevelLanes {
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "pacl/float_vectors-inl.h"
 // clang-format on
 
 // Per-target loops. A row is one (image, query, head): its P = levels * points sample points, padded to
@@ -164,13 +165,6 @@ void FastCorners(const float* loc_x, const float* loc_y, float* attn, const Leve
   }
 }
 
-// Vector registers of the target, for sizing the independent chains of sums below.
-#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
-constexpr int kVectorRegisters = 16;
-#else
-constexpr int kVectorRegisters = 32;
-#endif
-
 // Channels [first, first + kVectors * Lanes(d)) of WeightedRowSum, with the sums in registers: each corner's key,
 // weight and address are worked out once for all kVectors vectors. Corner k adds into chain k % kChains, so that
 // kChains independent multiply-add chains hide the instruction latency (one chain of 4 * points steps would bound
@@ -178,7 +172,8 @@ constexpr int kVectorRegisters = 32;
 template <int kVectors, class D>
 void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
                          const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
-  constexpr int kChains = kVectors * 4 * 2 <= kVectorRegisters ? 4 : kVectors * 2 * 2 <= kVectorRegisters ? 2 : 1;
+  constexpr int kRegisters = pacl::HWY_NAMESPACE::kVectorRegisters;
+  constexpr int kChains = kVectors * 4 * 2 <= kRegisters ? 4 : kVectors * 2 * 2 <= kRegisters ? 2 : 1;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   hn::Vec<D> sums[kChains][kVectors];
   for (int c = 0; c < kChains; ++c) {

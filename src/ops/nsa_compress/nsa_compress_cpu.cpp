@@ -1,4 +1,3 @@
-
 // NOTE [NsaCompress on the CPU]
 //
 // Problem. input (T, N, D) holds the tokens of several sequences back to back (actSeqLen: cumulative ends). Each
@@ -178,20 +177,19 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
   }
 }
 
-// Vector registers of the target: the sums of kCover blocks and an input vector must fit in them.
-#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
-constexpr int kVectorRegisters = 16;
-#else
-constexpr int kVectorRegisters = 32;
-#endif
-
 // Channel groups (vectors per walk) there are kernels for; a row walked in one go is read in one run.
 constexpr int kGroupSizes[] = {12, 8, 6, 4, 2, 1};
+
+// True when the sums of `cover` blocks over `vectors` vectors, plus room for an input vector and a weight, fit in
+// the target's registers.
+constexpr bool SumsFitInRegisters(int cover, int vectors) {
+  return cover * vectors + 2 <= pacl::HWY_NAMESPACE::kVectorRegisters;
+}
 
 template <int kKind, int kCover, int kVectors>
 void BlockSumsVectors(const BlockWalk& walk, int64_t first) {
   // Only group sizes whose sums fit in registers are instantiated; larger requests never reach here.
-  if constexpr (kCover * kVectors + 2 <= kVectorRegisters || kVectors == 1) {
+  if constexpr (SumsFitInRegisters(kCover, kVectors) || kVectors == 1) {
     BlockSumsGroup<kKind, kCover, kVectors>(DF(), walk, first);
   }
 }
@@ -201,7 +199,7 @@ void BlockSumsT(const BlockWalk& walk) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
   int max_group = 1;
   for (int size : kGroupSizes) {
-    if (kCover * size + 2 <= kVectorRegisters) {
+    if (SumsFitInRegisters(kCover, size)) {
       max_group = size;
       break;
     }
@@ -417,6 +415,7 @@ std::vector<int64_t> BlockFirstTokens(const std::vector<Sequence>& sequences, co
 void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights, int cover) {
   const NsaShape& s = params.shape;
   const TensorDesc& in = params.input;
+  const RowReader input(in);  // reads in place: the caller checked the unit stride along D
   const bool stream = params.output.NumElements() * 2 >= kStreamMinBytes;
   ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
     std::vector<float> sums(static_cast<size_t>((end - begin) * s.dim));
@@ -430,8 +429,7 @@ void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights
       const int64_t first_token = seq->start + (first_block - seq->first_block) * s.stride;
       for (int64_t n = 0; n < s.heads; ++n) {
         BlockWalk walk;
-        walk.first_row =
-            static_cast<const char*>(in.data) + (in.offset + first_token * in.strides[0] + n * in.strides[1]) * 2;
+        walk.first_row = static_cast<const char*>(input.Row(first_token, n, nullptr));
         walk.row_step = in.strides[0] * 2;
         walk.blocks = last_block - first_block;
         walk.block_size = s.block_size;
