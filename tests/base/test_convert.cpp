@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/simd_targets.h"
 #include "hwy/targets.h"  // hwy::TargetName and the HWY_* target bits (header-only parts)
 #include "pacl/convert.h"
 #include "reference/float_formats.h"
@@ -25,34 +26,12 @@ namespace {
 // ---------------------------------------------------------------------------------------------------------------
 // Targets.
 
-std::vector<int64_t> AvailableTargets() {
-  std::vector<int64_t> targets;
-  for (int64_t mask = pacl::convert_testing::AvailableSimdTargetsForTest(); mask != 0; mask &= mask - 1) {
-    targets.push_back(mask & -mask);  // best (lowest bit) first
-  }
-  return targets;
-}
-
-// Restricts dynamic dispatch to one target for its lifetime.
-class TargetRestriction {
- public:
-  explicit TargetRestriction(int64_t target) { pacl::convert_testing::SetSimdTargetsForTest(target); }
-  ~TargetRestriction() { pacl::convert_testing::SetSimdTargetsForTest(0); }
-  TargetRestriction(const TargetRestriction&) = delete;
-  TargetRestriction& operator=(const TargetRestriction&) = delete;
-};
+using simd_targets::AvailableTargets;
 
 // Calls fn() once per available target with dispatch restricted to it.
 template <class Fn>
 void ForEachTarget(Fn&& fn) {
-  const std::vector<int64_t> targets = AvailableTargets();
-  ASSERT_FALSE(targets.empty());
-  for (int64_t target : targets) {
-    TargetRestriction restriction(target);
-    SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
-    ASSERT_STREQ(pacl::SimdTargetName(), hwy::TargetName(target)) << "dispatch did not switch target";
-    fn();
-  }
+  simd_targets::ForEachTarget([&](const std::string&) { fn(); });
 }
 
 TEST(ConvertTargetsTest, DispatchCoversTheTargetsOfThisCpu) {

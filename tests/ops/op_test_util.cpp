@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "hwy/targets.h"
 #include "reference/float_formats.h"
 
 extern char** environ;
@@ -501,17 +502,28 @@ void WriteOutputForParent(const std::vector<uint8_t>& bytes) {
   ASSERT_TRUE(file.good()) << "cannot write " << path;
 }
 
-std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int threads) {
-  const std::string path = testing::TempDir() + "pacl_threads_" + std::to_string(getpid()) + "_" +
-                           std::to_string(threads) + ".bin";
+std::vector<uint8_t> RunTestInChild(const std::string& test_name,
+                                    const std::vector<std::pair<std::string, std::string>>& environment) {
+  static int child_count = 0;
+  const std::string path = testing::TempDir() + "pacl_child_" + std::to_string(getpid()) + "_" +
+                           std::to_string(child_count++) + ".bin";
   const std::string output_prefix = std::string(kOutputFileVariable) + "=";
+  auto overridden = [&](const std::string& entry) {
+    if (entry.rfind(output_prefix, 0) == 0) return true;
+    for (const auto& [name, value] : environment) {
+      if (entry.rfind(name + "=", 0) == 0) return true;
+    }
+    return false;
+  };
   std::vector<std::string> env_strings;
   for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    if (text.rfind("ACLNN_NUM_THREADS=", 0) == 0 || text.rfind(output_prefix, 0) == 0) continue;
-    env_strings.push_back(text);
+    if (!overridden(*entry)) env_strings.push_back(*entry);
   }
-  env_strings.push_back("ACLNN_NUM_THREADS=" + std::to_string(threads));
+  std::string description;
+  for (const auto& [name, value] : environment) {
+    env_strings.push_back(name + "=" + value);
+    description += (description.empty() ? "" : " ") + name + "=" + value;
+  }
   env_strings.push_back(output_prefix + path);
   std::vector<char*> envp;
   for (std::string& text : env_strings) envp.push_back(text.data());
@@ -527,11 +539,40 @@ std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int thread
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child with " << threads << " threads failed";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << test_name << " with " << description
+                                                               << " failed";
   std::ifstream file(path, std::ios::binary);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   std::remove(path.c_str());
   return bytes;
+}
+
+std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int threads) {
+  return RunTestInChild(test_name, {{"ACLNN_NUM_THREADS", std::to_string(threads)}});
+}
+
+std::vector<std::string> SimdTargetNames() {
+  // The libraries compile HWY_TARGETS with the same HWY_DISABLED_TARGETS as this file (tests/CMakeLists.txt).
+  const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+  std::vector<std::string> names;
+  for (int64_t rest = targets; rest != 0; rest &= rest - 1) names.push_back(hwy::TargetName(rest & -rest));
+  return names;
+}
+
+std::string FirstDifference(const std::vector<uint8_t>& actual, const std::vector<uint8_t>& expected) {
+  if (actual.size() != expected.size()) {
+    return std::to_string(actual.size()) + " bytes instead of " + std::to_string(expected.size());
+  }
+  size_t first = actual.size();
+  size_t count = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (actual[i] == expected[i]) continue;
+    first = std::min(first, i);
+    ++count;
+  }
+  if (count == 0) return "";
+  return std::to_string(count) + " of " + std::to_string(actual.size()) + " bytes differ, the first at byte " +
+         std::to_string(first);
 }
 
 std::vector<uint8_t> ConcatenatedBytes(const std::vector<const DeviceTensor*>& tensors) {
@@ -557,10 +598,29 @@ void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std:
   const std::vector<uint8_t> one = RunTestWithThreads(child_test, 1);
   ASSERT_FALSE(one.empty());
   for (int threads : thread_counts) {
-    EXPECT_EQ(RunTestWithThreads(child_test, threads), one)
+    EXPECT_EQ(FirstDifference(RunTestWithThreads(child_test, threads), one), "")
         << "ACLNN_NUM_THREADS=" << threads << " differs from 1";
   }
-  EXPECT_EQ(compute(), one) << "this process's thread count differs from 1";
+  EXPECT_EQ(FirstDifference(compute(), one), "") << "this process's thread count differs from 1";
+}
+
+void ExpectBitIdenticalOnEverySimdTarget(const std::string& child_test) {
+  if (const char* pinned = std::getenv("ACLNN_SIMD_TARGET"); pinned != nullptr && *pinned != '\0') {
+    GTEST_SKIP() << "this process is pinned to ACLNN_SIMD_TARGET=" << pinned << "; the unpinned run compares targets";
+  }
+  const std::vector<std::string> targets = SimdTargetNames();
+  ASSERT_FALSE(targets.empty());
+  // Highway lists targets best first: the first is what an unpinned process runs.
+  const std::vector<uint8_t> reference = RunTestInChild(child_test, {{"ACLNN_SIMD_TARGET", targets[0]}});
+  ASSERT_FALSE(reference.empty());
+  for (size_t t = 1; t < targets.size(); ++t) {
+    EXPECT_EQ(FirstDifference(RunTestInChild(child_test, {{"ACLNN_SIMD_TARGET", targets[t]}}), reference), "")
+        << "ACLNN_SIMD_TARGET=" << targets[t] << " differs from " << targets[0];
+  }
+  std::string names;
+  for (const std::string& name : targets) names += (names.empty() ? "" : ", ") + name;
+  testing::Test::RecordProperty("simd_targets_compared", names);
+  if (targets.size() < 2) std::fprintf(stderr, "note: this CPU runs one SIMD target only (%s)\n", names.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------------------------

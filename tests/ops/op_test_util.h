@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acl/acl.h"
@@ -158,6 +159,14 @@ double RelativeNormError(const std::vector<double>& actual, const std::vector<do
 // failure recorded, if the child failed). WriteOutputForParent does nothing outside such a child.
 std::vector<uint8_t> RunTestWithThreads(const std::string& test_name, int threads);
 void WriteOutputForParent(const std::vector<uint8_t>& bytes);
+// The same with any environment variables set in the child (name, value).
+std::vector<uint8_t> RunTestInChild(const std::string& test_name,
+                                    const std::vector<std::pair<std::string, std::string>>& environment);
+// The SIMD targets the libraries were built for that this CPU can run (Highway's names: AVX3, AVX2, SSE4, ...),
+// best first; only the pinned one in a process started with ACLNN_SIMD_TARGET.
+std::vector<std::string> SimdTargetNames();
+// "" when the byte strings are equal, else how many bytes differ and where the first one is.
+std::string FirstDifference(const std::vector<uint8_t>& actual, const std::vector<uint8_t>& expected);
 
 // The raw bytes (ReadBytes) of the tensors, one after the other.
 std::vector<uint8_t> ConcatenatedBytes(const std::vector<const DeviceTensor*>& tensors);
@@ -168,6 +177,9 @@ void ExpectBitIdenticalRunToRun(const std::function<std::vector<uint8_t>()>& com
 // ACLNN_NUM_THREADS = 1 and each of thread_counts, and compute() in this process gives them too.
 void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std::vector<int>& thread_counts,
                                        const std::function<std::vector<uint8_t>()>& compute);
+// child_test gives the same bytes with ACLNN_SIMD_TARGET set to each target of SimdTargetNames() (skipped in a
+// process that is itself pinned to one target).
+void ExpectBitIdenticalOnEverySimdTarget(const std::string& child_test);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Checks shared by the operator tests.

@@ -993,8 +993,8 @@ std::vector<uint8_t> DeterminismBytes() {
 TEST(GridSampler2DDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
 // Computes the determinism bytes, checks the FLOAT bilinear backward against the reference, and, when
-// PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount in a child process), writes the bytes there.
-TEST(GridSampler2DDeterminism, OutputForThreadCountCheck) {
+// PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount and BitIdenticalOnEverySimdTarget, in a child process), writes the bytes there.
+TEST(GridSampler2DDeterminism, OutputForComparison) {
   const std::vector<uint8_t> bytes = DeterminismBytes();
   const Modes m{kBilinear, kZeros, false};
   const Problem p = MakeProblem(kDeterminismShape, ACL_FLOAT, m.align_corners, 9500);
@@ -1012,8 +1012,14 @@ TEST(GridSampler2DDeterminism, OutputForThreadCountCheck) {
 }
 
 TEST(GridSampler2DDeterminism, BitIdenticalForAnyThreadCount) {
-  optest::ExpectBitIdenticalForThreadCounts("GridSampler2DDeterminism.OutputForThreadCountCheck", {2, 3, 8},
+  optest::ExpectBitIdenticalForThreadCounts("GridSampler2DDeterminism.OutputForComparison", {2, 3, 8},
                                             DeterminismBytes);
+}
+
+// The same bits whatever instruction set the kernels run on (pacl/canonical_math-inl.h): every SIMD target this CPU
+// has, each in a child process pinned with ACLNN_SIMD_TARGET.
+TEST(GridSampler2DDeterminism, BitIdenticalOnEverySimdTarget) {
+  optest::ExpectBitIdenticalOnEverySimdTarget("GridSampler2DDeterminism.OutputForComparison");
 }
 
 // A repeatable executor runs again on new data in the same tensors.

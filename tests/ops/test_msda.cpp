@@ -993,8 +993,8 @@ std::vector<uint8_t> DeterminismBytes() {
 TEST(MsdaDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
 // Computes the determinism bytes, checks the FLOAT backward against the reference, and, when PACL_TEST_OUTPUT_FILE
-// is set (by BitIdenticalForAnyThreadCount in a child process), writes the bytes there.
-TEST(MsdaDeterminism, OutputForThreadCountCheck) {
+// is set (by BitIdenticalForAnyThreadCount and BitIdenticalOnEverySimdTarget, in a child process), writes the bytes there.
+TEST(MsdaDeterminism, OutputForComparison) {
   const std::vector<uint8_t> bytes = DeterminismBytes();
   const Problem p = MakeProblem(kDeterminismSizes, ACL_FLOAT, 9500);
   CheckBackward(p, CallConfig{});
@@ -1002,7 +1002,13 @@ TEST(MsdaDeterminism, OutputForThreadCountCheck) {
 }
 
 TEST(MsdaDeterminism, BitIdenticalForAnyThreadCount) {
-  optest::ExpectBitIdenticalForThreadCounts("MsdaDeterminism.OutputForThreadCountCheck", {2, 3, 8}, DeterminismBytes);
+  optest::ExpectBitIdenticalForThreadCounts("MsdaDeterminism.OutputForComparison", {2, 3, 8}, DeterminismBytes);
+}
+
+// The same bits whatever instruction set the kernels run on (pacl/canonical_math-inl.h): every SIMD target this CPU
+// has, each in a child process pinned with ACLNN_SIMD_TARGET.
+TEST(MsdaDeterminism, BitIdenticalOnEverySimdTarget) {
+  optest::ExpectBitIdenticalOnEverySimdTarget("MsdaDeterminism.OutputForComparison");
 }
 
 // A repeatable executor runs again on new data (new locations and spatialShape values too: device data is read at

@@ -763,13 +763,19 @@ std::vector<uint8_t> DeterminismBytes() {
 
 TEST(NsaCompressDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
-// Computes the determinism bytes and, when PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount in a child
-// process), writes them there.
-TEST(NsaCompressDeterminism, OutputForThreadCountCheck) { optest::WriteOutputForParent(DeterminismBytes()); }
+// Computes the determinism bytes and, when PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount and
+// BitIdenticalOnEverySimdTarget, in a child process), writes them there.
+TEST(NsaCompressDeterminism, OutputForComparison) { optest::WriteOutputForParent(DeterminismBytes()); }
 
 TEST(NsaCompressDeterminism, BitIdenticalForAnyThreadCount) {
-  optest::ExpectBitIdenticalForThreadCounts("NsaCompressDeterminism.OutputForThreadCountCheck", {2, 3, 8},
+  optest::ExpectBitIdenticalForThreadCounts("NsaCompressDeterminism.OutputForComparison", {2, 3, 8},
                                             DeterminismBytes);
+}
+
+// The same bits whatever instruction set the kernels run on (pacl/canonical_math-inl.h): every SIMD target this CPU
+// has, each in a child process pinned with ACLNN_SIMD_TARGET.
+TEST(NsaCompressDeterminism, BitIdenticalOnEverySimdTarget) {
+  optest::ExpectBitIdenticalOnEverySimdTarget("NsaCompressDeterminism.OutputForComparison");
 }
 
 // The forward walks tokens in order when input rows have unit stride along D and gathers rows otherwise (see the

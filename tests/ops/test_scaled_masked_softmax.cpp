@@ -649,9 +649,9 @@ std::vector<uint8_t> DeterminismBytes() {
 TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
 // Checks the FLOAT backward of the determinism case against the reference; when PACL_TEST_OUTPUT_FILE is set (by
-// BitIdenticalForAnyThreadCount below, in a child process with another ACLNN_NUM_THREADS), also writes the
+// BitIdenticalForAnyThreadCount and BitIdenticalOnEverySimdTarget below, in a child process), also writes the
 // determinism bytes there.
-TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
+TEST(ScaledMaskedSoftmaxDeterminism, OutputForComparison) {
   const BackwardData data = MakeBackwardData(kDeterminismDims, ACL_FLOAT, kDeterminismScale, 8000);
   const std::vector<uint8_t> bytes = BackwardBytes(ACL_FLOAT);
   std::vector<double> values(bytes.size() / sizeof(float));
@@ -665,8 +665,14 @@ TEST(ScaledMaskedSoftmaxDeterminism, OutputForThreadCountCheck) {
 }
 
 TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalForAnyThreadCount) {
-  optest::ExpectBitIdenticalForThreadCounts("ScaledMaskedSoftmaxDeterminism.OutputForThreadCountCheck", {2, 3, 8},
+  optest::ExpectBitIdenticalForThreadCounts("ScaledMaskedSoftmaxDeterminism.OutputForComparison", {2, 3, 8},
                                             DeterminismBytes);
+}
+
+// The same bits whatever instruction set the kernels run on (pacl/canonical_math-inl.h): every SIMD target this CPU
+// has, each in a child process pinned with ACLNN_SIMD_TARGET.
+TEST(ScaledMaskedSoftmaxDeterminism, BitIdenticalOnEverySimdTarget) {
+  optest::ExpectBitIdenticalOnEverySimdTarget("ScaledMaskedSoftmaxDeterminism.OutputForComparison");
 }
 
 TEST(ScaledMaskedSoftmaxExecutor, RepeatableExecutorRunsAgainOnNewData) {

@@ -52,10 +52,11 @@
 // inputGrad's dtype and strides (LinesToRows, prefetching; then non-temporal stores for a large unit-stride FLOAT
 // inputGrad, memcpy for a small one, else StoreFromFloat): fp16/bf16 are rounded once. A last ParallelFor over
 // (n, tile) adds the blocks' partials in ascending block order and writes gridGrad (0 for nearest or C == 0).
-// Every sum runs in an order fixed by the shape (taps in order, pixels ascending, lanes reduced by one fixed
-// SumOfLanes, blocks ascending), never by the thread count, the grouping of blocks into tasks or the schedule:
-// results are bit-identical run to run and for any number of threads (they may differ in the last bits between
-// SIMD targets).
+// Every sum runs in an order fixed by the shape (taps in order, pixels ascending, a block's 16 lanes added by the
+// fixed tree of pacl/canonical_math-inl.h, blocks ascending), never by the thread count, the grouping of blocks
+// into tasks or the schedule, and every multiply-add is fused on every target (pacl::FusedMulAdd; the tap weights
+// are computed once, in code compiled for the baseline): results are bit-identical run to run, for any number of
+// threads and on every SIMD target.
 // Workspace (fp32 path, sized in phase 1, overflow-safe): blocked input (forward; backward with gridGrad), blocked
 // inputGrad (backward with inputGrad), partials (backward with gridGrad): 2 * N * ceil(C/16) * 16 * Hin * Win * 4
 // bytes at most, plus ceil(C/16) * N * Hout * Wout * 8.
@@ -66,7 +67,8 @@
 // Backward: tasks (n, block of channels_per_block channels, a block size fixed by the shape alone in phase 1)
 // accumulate straight into inputGrad through its own strides (phase 1 checked its elements are distinct), pixels
 // ascending, taps in order, and write per-block gridGrad sums ([block][n][pixel][x, y]) that a second ParallelFor
-// adds in ascending block order (a single block writes gridGrad directly). Also bit-identical for any thread count.
+// adds in ascending block order (a single block writes gridGrad directly). Also bit-identical for any thread count,
+// and on every SIMD target (it is scalar code compiled once; the build never fuses multiplies and adds).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -88,6 +90,7 @@
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "pacl/canonical_math-inl.h"
 // clang-format on
 #include "hwy/cache_control.h"
 
@@ -100,9 +103,11 @@ namespace pacl::grid_sampler2d {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using DF = hn::ScalableTag<float>;
-using DI = hn::RebindToSigned<DF>;
-constexpr int64_t kLanesPerBlock = 16;  // == kBlockLanes below
+// At most 16 lanes, so that a block's 16 lanes are whole vectors (and a block is one SumOf16Lanes group).
+using DF = pacl::HWY_NAMESPACE::DSum;
+using pacl::HWY_NAMESPACE::FusedMulAdd;
+using pacl::HWY_NAMESPACE::SumOf16Lanes;
+constexpr int64_t kLanesPerBlock = 16;  // == kBlockLanes below == kSumLanes
 // How many pixels ahead BackwardBlock prefetches the tap lines.
 constexpr int64_t kPrefetchPixels = 32;
 // How many lines ahead LinesToRows prefetches.
@@ -119,7 +124,7 @@ void SampleBlock(const float* plane, const int64_t* offsets, const float* weight
     for (int64_t j = 0; j < kLanesPerBlock; j += lanes) {
       auto sum = hn::Zero(d);
       for (int32_t t = t0; t < t1; ++t) {
-        sum = hn::MulAdd(hn::Set(d, weights[t]), hn::Load(d, plane + offsets[t] + j), sum);
+        sum = FusedMulAdd(d, hn::Set(d, weights[t]), hn::Load(d, plane + offsets[t] + j), sum);
       }
       hn::Store(sum, d, values + q * kLanesPerBlock + j);
     }
@@ -129,7 +134,8 @@ void SampleBlock(const float* plane, const int64_t* offsets, const float* weight
 // For the pixels of a tile, with grad[q][lane] the block's gradOutput:
 // input_grad_plane[offset + lane] += weight * grad[q][lane] over the taps in order (when input_grad_plane != null);
 // partial[2q] = sum over lanes of grad[q][lane] * (sum over taps of grad_x_weight * plane[offset + lane]),
-// partial[2q + 1] likewise with grad_y_weight (when plane != null).
+// partial[2q + 1] likewise with grad_y_weight (when plane != null); the lanes are added by SumOf16Lanes, the same
+// tree on every target.
 void BackwardBlock(const float* plane, float* input_grad_plane, const int64_t* offsets, const float* weights,
                    const float* grad_x_weights, const float* grad_y_weights, const int32_t* tap_begin,
                    const float* grad, int64_t count, float* partial) {
@@ -146,14 +152,14 @@ void BackwardBlock(const float* plane, float* input_grad_plane, const int64_t* o
         if (plane != nullptr) hwy::Prefetch(plane + offsets[t]);
       }
     }
-    auto dot_x = hn::Zero(d);
-    auto dot_y = hn::Zero(d);
+    HWY_ALIGN float dot_x[kLanesPerBlock];  // grad * (sum over taps of weight derivative * input), per lane
+    HWY_ALIGN float dot_y[kLanesPerBlock];
     for (int64_t j = 0; j < kLanesPerBlock; j += lanes) {
       const auto g = hn::Load(d, grad + q * kLanesPerBlock + j);
       if (input_grad_plane != nullptr) {
         for (int32_t t = t0; t < t1; ++t) {
           float* line = input_grad_plane + offsets[t] + j;
-          hn::Store(hn::MulAdd(hn::Set(d, weights[t]), g, hn::Load(d, line)), d, line);
+          hn::Store(FusedMulAdd(d, hn::Set(d, weights[t]), g, hn::Load(d, line)), d, line);
         }
       }
       if (plane != nullptr) {
@@ -161,16 +167,16 @@ void BackwardBlock(const float* plane, float* input_grad_plane, const int64_t* o
         auto sy = hn::Zero(d);
         for (int32_t t = t0; t < t1; ++t) {
           const auto v = hn::Load(d, plane + offsets[t] + j);
-          sx = hn::MulAdd(hn::Set(d, grad_x_weights[t]), v, sx);
-          sy = hn::MulAdd(hn::Set(d, grad_y_weights[t]), v, sy);
+          sx = FusedMulAdd(d, hn::Set(d, grad_x_weights[t]), v, sx);
+          sy = FusedMulAdd(d, hn::Set(d, grad_y_weights[t]), v, sy);
         }
-        dot_x = hn::MulAdd(sx, g, dot_x);
-        dot_y = hn::MulAdd(sy, g, dot_y);
+        hn::Store(hn::Mul(sx, g), d, dot_x + j);
+        hn::Store(hn::Mul(sy, g), d, dot_y + j);
       }
     }
     if (plane != nullptr) {
-      partial[2 * q] = hn::GetLane(hn::SumOfLanes(d, dot_x));
-      partial[2 * q + 1] = hn::GetLane(hn::SumOfLanes(d, dot_y));
+      partial[2 * q] = SumOf16Lanes(dot_x);
+      partial[2 * q + 1] = SumOf16Lanes(dot_y);
     }
   }
 }

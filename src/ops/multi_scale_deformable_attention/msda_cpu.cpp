@@ -33,14 +33,16 @@
 //
 // Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
 // writing its own output rows; a row sums its corners in a fixed order: corner k of each point (points ascending)
-// into chain k % chains, the chains (4 where the target's registers allow, else 2 or 1) added pairwise at the end;
-// independent chains keep the multiply-add latency from bounding the row's time.
+// into chain k % 2 (fused multiply-adds), the two chains added at the end, on every target; independent chains
+// keep the multiply-add latency from bounding the row's time.
 // Backward: one task per (image, head), a split fixed by the shape alone. The task zeroes its gradValue plane,
 // walks its queries in ascending order and each row's corners in the fixed order, scattering attn * weight *
-// gradOutput into the plane and taking one dot product gradOutput . value row per corner (one fixed lane
-// reduction); gradAttnWeight and gradLocation of a point combine its 4 dots. Every sum has one order whatever the
-// thread count or schedule: results are bit-identical run to run and for any number of threads (they may differ
-// in the last bits between SIMD targets). Backward parallelism is bs * nh tasks.
+// gradOutput into the plane and taking one dot product gradOutput . value row per corner (in the canonical order of
+// pacl/canonical_math-inl.h: 16 partial sums and a fixed tree, whatever the vector width); gradAttnWeight and
+// gradLocation of a point combine its 4 dots. Every sum has one order whatever the thread count, schedule or
+// instruction set, and every multiply-add is fused on every target (the pixel position loc * W - 0.5 too, on the
+// vector and the scalar path): results are bit-identical run to run, for any number of threads and on every SIMD
+// target. Backward parallelism is bs * nh tasks.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -85,6 +87,7 @@ struct LevelLanes {
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "pacl/canonical_math-inl.h"
 #include "pacl/float_vectors-inl.h"
 // clang-format on
 
@@ -96,8 +99,11 @@ namespace pacl::msda {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using DF = hn::ScalableTag<float>;
+// At most 16 lanes: the partial sums of the canonical order (pacl/canonical_math-inl.h) are whole vectors of DF.
+using DF = pacl::HWY_NAMESPACE::DSum;
 using DI = hn::RebindToSigned<DF>;
+using pacl::HWY_NAMESPACE::CanonicalSum;
+using pacl::HWY_NAMESPACE::FusedMulAdd;
 // The tail of a channel row on targets with 16 lanes (c is a multiple of 8, not always of 16).
 using DF8 = hn::CappedTag<float, 8>;
 
@@ -111,7 +117,7 @@ void FastCorners(const float* loc_x, const float* loc_y, float* attn, const Leve
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   const auto one = hn::Set(df, 1.0f);
   const auto minus_one = hn::Set(df, -1.0f);
-  const auto half = hn::Set(df, 0.5f);
+  const auto minus_half = hn::Set(df, -0.5f);
   const auto one_i = hn::Set(di, 1);
   const auto minus_one_i = hn::Set(di, -1);
   for (int64_t i = 0; i < stride; i += n) {
@@ -119,8 +125,8 @@ void FastCorners(const float* loc_x, const float* loc_y, float* attn, const Leve
     const auto height = hn::Load(df, lanes.height_f + i);
     const auto width_i = hn::Load(di, lanes.width_i + i);
     const auto height_i = hn::Load(di, lanes.height_i + i);
-    auto x = hn::MulSub(hn::Load(df, loc_x + i), width, half);
-    auto y = hn::MulSub(hn::Load(df, loc_y + i), height, half);
+    auto x = FusedMulAdd(df, hn::Load(df, loc_x + i), width, minus_half);  // as GenericCorners: std::fma
+    auto y = FusedMulAdd(df, hn::Load(df, loc_y + i), height, minus_half);
     const auto inside =
         hn::And(hn::And(hn::Gt(x, minus_one), hn::Lt(x, width)), hn::And(hn::Gt(y, minus_one), hn::Lt(y, height)));
     // Outside points (NaN included) become (0, 0) before the conversion to int, then lose all their corners.
@@ -166,17 +172,16 @@ void FastCorners(const float* loc_x, const float* loc_y, float* attn, const Leve
 }
 
 // Channels [first, first + kVectors * Lanes(d)) of WeightedRowSum, with the sums in registers: each corner's key,
-// weight and address are worked out once for all kVectors vectors. Corner k adds into chain k % kChains, so that
-// kChains independent multiply-add chains hide the instruction latency (one chain of 4 * points steps would bound
-// the row's time); the chains are combined pairwise at the end.
+// weight and address are worked out once for all kVectors vectors. Corner k of every point adds into chain k % 2,
+// so that two independent multiply-add chains per vector hide the instruction latency (one chain of 4 * points
+// steps would bound the row's time); the chains are added at the end. The chains are the same on every target (the
+// same bits everywhere): only how many vectors of channels go together (kMaxGroupVectors) depends on the target.
 template <int kVectors, class D>
 void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
                          const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
-  constexpr int kRegisters = pacl::HWY_NAMESPACE::kVectorRegisters;
-  constexpr int kChains = kVectors * 4 * 2 <= kRegisters ? 4 : kVectors * 2 * 2 <= kRegisters ? 2 : 1;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  hn::Vec<D> sums[kChains][kVectors];
-  for (int c = 0; c < kChains; ++c) {
+  hn::Vec<D> sums[2][kVectors];
+  for (int c = 0; c < 2; ++c) {
     for (int v = 0; v < kVectors; ++v) sums[c][v] = hn::Zero(d);
   }
   for (int64_t i = 0; i < points; ++i) {
@@ -186,19 +191,16 @@ void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const int64
       const auto w = hn::Set(d, attn[i] * weights[k * stride + i]);
       const float* row = rows + key * key_stride + first;
       for (int v = 0; v < kVectors; ++v) {
-        sums[k % kChains][v] = hn::MulAdd(w, hn::LoadU(d, row + v * lanes), sums[k % kChains][v]);
+        sums[k & 1][v] = FusedMulAdd(d, w, hn::LoadU(d, row + v * lanes), sums[k & 1][v]);
       }
     }
   }
-  for (int v = 0; v < kVectors; ++v) {
-    if constexpr (kChains == 4) {
-      sums[0][v] = hn::Add(hn::Add(sums[0][v], sums[1][v]), hn::Add(sums[2][v], sums[3][v]));
-    } else if constexpr (kChains == 2) {
-      sums[0][v] = hn::Add(sums[0][v], sums[1][v]);
-    }
-    hn::StoreU(sums[0][v], d, out + first + v * lanes);
-  }
+  for (int v = 0; v < kVectors; ++v) hn::StoreU(hn::Add(sums[0][v], sums[1][v]), d, out + first + v * lanes);
 }
+
+// Vectors of channels one WeightedRowSumGroup takes: its 2 chains of sums, and as many registers for the loads,
+// fit in the target's registers (8 on AVX-512, so C = 128 in one walk; 4 on AVX2, so C = 32 in one walk).
+constexpr int kMaxGroupVectors = pacl::HWY_NAMESPACE::kVectorRegisters / 4;
 
 // out[ch] = sum over corners of attn[i] * weights[k][i] * value row, in the order WeightedRowSumGroup fixes.
 // rows + key * key_stride is the value row of a key.
@@ -207,38 +209,36 @@ void WeightedRowSum(const float* rows, int64_t key_stride, const int64_t* keys, 
   const DF d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t ch = 0;
-  for (; ch + 4 * lanes <= channels; ch += 4 * lanes) {
-    WeightedRowSumGroup<4>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+  for (; ch + kMaxGroupVectors * lanes <= channels; ch += kMaxGroupVectors * lanes) {
+    WeightedRowSumGroup<kMaxGroupVectors>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
   }
-  switch ((channels - ch) / lanes) {
-    case 3:
-      WeightedRowSumGroup<3>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
-      break;
-    case 2:
-      WeightedRowSumGroup<2>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
-      break;
-    case 1:
-      WeightedRowSumGroup<1>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
-      break;
-    default:
-      break;
+  // Fewer than kMaxGroupVectors whole vectors left: groups of 4, 2, 1.
+  if constexpr (kMaxGroupVectors > 4) {
+    if (ch + 4 * lanes <= channels) {
+      WeightedRowSumGroup<4>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+      ch += 4 * lanes;
+    }
   }
-  ch += (channels - ch) / lanes * lanes;
+  if (ch + 2 * lanes <= channels) {
+    WeightedRowSumGroup<2>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+    ch += 2 * lanes;
+  }
+  if (ch + lanes <= channels) {
+    WeightedRowSumGroup<1>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+    ch += lanes;
+  }
   if (ch < channels) {
     // 8 channels left on a 16-lane target.
     WeightedRowSumGroup<1>(DF8(), rows, key_stride, keys, weights, attn, points, stride, ch, out);
   }
 }
 
-// For each corner (k ascending, then points ascending): dots[k][i] = grad . value row, and the gradValue row of the
-// key += attn[i] * weights[k][i] * grad. Corners with key -1 get dots 0 and touch nothing.
+// For each corner (k ascending, then points ascending): dots[k][i] = grad . value row (in the canonical order of
+// pacl/canonical_math-inl.h), and the gradValue row of the key += attn[i] * weights[k][i] * grad. Corners with key
+// -1 get dots 0 and touch nothing.
 void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
                     const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                     int64_t channels, const float* grad, float* dots) {
-  const DF d;
-  const DF8 d8;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t full = channels / lanes * lanes;
   for (int64_t k = 0; k < 4; ++k) {
     for (int64_t i = 0; i < points; ++i) {
       const int64_t at = k * stride + i;
@@ -250,25 +250,25 @@ void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int
       const float* row = rows + key * key_stride;
       float* grad_row = grad_rows + key * grad_key_stride;
       const float scale = attn[i] * weights[at];
-      auto dot = hn::Zero(d);
-      const auto w = hn::Set(d, scale);
-      for (int64_t ch = 0; ch < full; ch += lanes) {
-        const auto g = hn::LoadU(d, grad + ch);
-        dot = hn::MulAdd(g, hn::LoadU(d, row + ch), dot);
-        hn::StoreU(hn::MulAdd(w, g, hn::LoadU(d, grad_row + ch)), d, grad_row + ch);
-      }
-      float sum = hn::GetLane(hn::SumOfLanes(d, dot));
-      if (full < channels) {
-        auto dot8 = hn::Zero(d8);
-        const auto w8 = hn::Set(d8, scale);
-        for (int64_t ch = full; ch < channels; ch += static_cast<int64_t>(hn::Lanes(d8))) {
-          const auto g = hn::LoadU(d8, grad + ch);
-          dot8 = hn::MulAdd(g, hn::LoadU(d8, row + ch), dot8);
-          hn::StoreU(hn::MulAdd(w8, g, hn::LoadU(d8, grad_row + ch)), d8, grad_row + ch);
+      dots[at] = CanonicalSum(static_cast<size_t>(channels), [&](DF d, hn::Vec<DF> acc, size_t first, size_t count) {
+        const auto w = hn::Set(d, scale);
+        if (count == hn::Lanes(d)) {
+          const auto g = hn::LoadU(d, grad + first);
+          hn::StoreU(FusedMulAdd(d, w, g, hn::LoadU(d, grad_row + first)), d, grad_row + first);
+          return FusedMulAdd(d, g, hn::LoadU(d, row + first), acc);
         }
-        sum += hn::GetLane(hn::SumOfLanes(d8, dot8));
-      }
-      dots[at] = sum;
+        // The last 8 channels on a 16-lane target: lanes past count are zero, and only count lanes are stored.
+        HWY_ALIGN float g_lanes[hn::MaxLanes(DF())] = {};
+        HWY_ALIGN float row_lanes[hn::MaxLanes(DF())] = {};
+        HWY_ALIGN float grad_row_lanes[hn::MaxLanes(DF())] = {};
+        std::memcpy(g_lanes, grad + first, count * sizeof(float));
+        std::memcpy(row_lanes, row + first, count * sizeof(float));
+        std::memcpy(grad_row_lanes, grad_row + first, count * sizeof(float));
+        const auto g = hn::Load(d, g_lanes);
+        hn::Store(FusedMulAdd(d, w, g, hn::Load(d, grad_row_lanes)), d, grad_row_lanes);
+        std::memcpy(grad_row + first, grad_row_lanes, count * sizeof(float));
+        return FusedMulAdd(d, g, hn::Load(d, row_lanes), acc);
+      });
     }
   }
 }
@@ -286,9 +286,9 @@ void PointGradients(const float* weights, const float* d_dx, const float* d_dy, 
     for (int64_t k = 0; k < 4; ++k) {
       const int64_t at = k * stride + i;
       const auto dot = hn::Load(d, dots + at);
-      sum_w = hn::MulAdd(hn::Load(d, weights + at), dot, sum_w);
-      sum_x = hn::MulAdd(hn::Load(d, d_dx + at), dot, sum_x);
-      sum_y = hn::MulAdd(hn::Load(d, d_dy + at), dot, sum_y);
+      sum_w = FusedMulAdd(d, hn::Load(d, weights + at), dot, sum_w);
+      sum_x = FusedMulAdd(d, hn::Load(d, d_dx + at), dot, sum_x);
+      sum_y = FusedMulAdd(d, hn::Load(d, d_dy + at), dot, sum_y);
     }
     const auto a = hn::Load(d, attn + i);
     hn::Store(sum_w, d, attn_grad + i);
@@ -440,8 +440,9 @@ bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row)
   }
   const float width = static_cast<float>(level.width);
   const float height = static_cast<float>(level.height);
-  const float x = row->loc_x[i] * width - 0.5f;
-  const float y = row->loc_y[i] * height - 0.5f;
+  // Fused, as FastCorners computes them: the same bits on both paths and every target.
+  const float x = std::fma(row->loc_x[i], width, -0.5f);
+  const float y = std::fma(row->loc_y[i], height, -0.5f);
   if (!(x > -1.0f && x < width && y > -1.0f && y < height)) return false;
   // x and y lie in (-1, 2^63): their floors convert exactly.
   const float floor_x = std::floor(x);

@@ -28,9 +28,10 @@
 // weightGrad.
 //
 // Determinism. Both forward paths start each block's sum at zero and add its rows in ascending j, so they give the
-// same bits. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, channels by
-// one fixed lane reduction, chunks ascending), never by the thread count: results are bit-identical run to run and
-// for any number of threads (they may differ in the last bits between SIMD targets).
+// same bits. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, channels in the
+// canonical order of pacl/canonical_math-inl.h - 16 partial sums and a fixed tree, whatever the vector width -
+// chunks ascending), never by the thread count, and every multiply-add is fused on every target: results are
+// bit-identical run to run, for any number of threads and on every SIMD target.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -49,6 +50,7 @@
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "pacl/canonical_math-inl.h"
 #include "pacl/float_vectors-inl.h"
 // clang-format on
 
@@ -83,8 +85,12 @@ namespace pacl::nsa_compress {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using DF = hn::ScalableTag<float>;
+// At most 16 lanes: the partial sums of the canonical order (pacl/canonical_math-inl.h) are whole vectors of DF.
+using DF = pacl::HWY_NAMESPACE::DSum;
 using DF1 = hn::CappedTag<float, 1>;
+using pacl::HWY_NAMESPACE::CanonicalSum;
+using pacl::HWY_NAMESPACE::CanonicalSums4;
+using pacl::HWY_NAMESPACE::FusedMulAdd;
 
 template <int kKind, class D>
 hn::Vec<D> LoadLanes(D d, const void* row, int64_t i) {
@@ -111,7 +117,7 @@ void WeightedSumGroup(D d, const void* const* rows, const float* weights, int64_
   for (int64_t r = 0; r < count; ++r) {
     const auto w = hn::Set(d, weights[r]);
     for (int v = 0; v < kVectors; ++v)
-      sums[v] = hn::MulAdd(w, LoadLanes<kKind>(d, rows[r], first + v * lanes), sums[v]);
+      sums[v] = FusedMulAdd(d, w, LoadLanes<kKind>(d, rows[r], first + v * lanes), sums[v]);
   }
   for (int v = 0; v < kVectors; ++v) hn::StoreU(sums[v], d, out + first + v * lanes);
 }
@@ -167,7 +173,7 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
         const int64_t j = u - block * walk.stride;
         if (block < 0 || block >= walk.blocks || j >= walk.block_size) continue;
         const auto weight = hn::Set(d, walk.weights[j]);
-        for (int v = 0; v < kVectors; ++v) sums[c][v] = hn::MulAdd(weight, x[v], sums[c][v]);
+        for (int v = 0; v < kVectors; ++v) sums[c][v] = FusedMulAdd(d, weight, x[v], sums[c][v]);
         if (j == walk.block_size - 1) {
           for (int v = 0; v < kVectors; ++v)
             hn::StoreU(sums[c][v], d, walk.sums + block * walk.dim + first + v * lanes);
@@ -241,43 +247,47 @@ void BlockSums(int kind, int cover, const BlockWalk& walk) {
   BlockSumsOfKind<kBFloat16Row>(cover, walk);
 }
 
-// sums[r] += a . rows[r] (over i < n) for each row r: lane-parallel partial sums, one fixed reduction, then the
-// tail in order. Four rows go together, so that four independent chains of multiply-adds hide their latency.
+// sums[r] += a . rows[r] (over i < n) for each row r, each dot product in the canonical order of
+// pacl/canonical_math-inl.h (the same bits on every target). Four rows go together, sharing the loads of a and
+// keeping four sets of partial sums in flight (one row's are a chain of n / 16 dependent multiply-adds).
 template <int kKind>
 void AddDotsT(const float* a, const void* const* rows, int64_t count, int64_t n, float* sums) {
-  const DF d;
-  const DF1 d1;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const int64_t full = n / lanes * lanes;
-  auto tail = [&](const void* row, int64_t r) {
-    for (int64_t i = full; i < n; ++i)
-      sums[r] += hn::GetLane(hn::Mul(hn::LoadU(d1, a + i), LoadLanes<kKind>(d1, row, i)));
+  constexpr size_t kElementBytes = kKind == kFloatRow ? sizeof(float) : sizeof(uint16_t);
+  using V = hn::Vec<DF>;
+  // Lanes [first, first + lanes) of a and of a row, zero past the end of the partial last vector.
+  auto load_a = [&](DF d, size_t first, size_t lanes) {
+    if (lanes == hn::Lanes(d)) return hn::LoadU(d, a + first);
+    HWY_ALIGN float a_lanes[hn::MaxLanes(DF())] = {};
+    std::memcpy(a_lanes, a + first, lanes * sizeof(float));
+    return hn::Load(d, a_lanes);
+  };
+  auto load_row = [&](DF d, const void* row, size_t first, size_t lanes) {
+    if (lanes == hn::Lanes(d)) return LoadLanes<kKind>(d, row, static_cast<int64_t>(first));
+    HWY_ALIGN float row_lanes[hn::MaxLanes(DF())] = {};  // room for as many fp32, fp16 or bf16 elements
+    std::memcpy(row_lanes, static_cast<const char*>(row) + first * kElementBytes, lanes * kElementBytes);
+    return LoadLanes<kKind>(d, row_lanes, 0);
   };
   int64_t r = 0;
   for (; r + 4 <= count; r += 4) {
-    auto s0 = hn::Zero(d);
-    auto s1 = hn::Zero(d);
-    auto s2 = hn::Zero(d);
-    auto s3 = hn::Zero(d);
-    for (int64_t i = 0; i < full; i += lanes) {
-      const auto x = hn::LoadU(d, a + i);
-      s0 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r], i), s0);
-      s1 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r + 1], i), s1);
-      s2 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r + 2], i), s2);
-      s3 = hn::MulAdd(x, LoadLanes<kKind>(d, rows[r + 3], i), s3);
-    }
-    sums[r] += hn::GetLane(hn::SumOfLanes(d, s0));
-    sums[r + 1] += hn::GetLane(hn::SumOfLanes(d, s1));
-    sums[r + 2] += hn::GetLane(hn::SumOfLanes(d, s2));
-    sums[r + 3] += hn::GetLane(hn::SumOfLanes(d, s3));
-    for (int64_t k = 0; k < 4; ++k) tail(rows[r + k], r + k);
+    float dots[4];
+    const void* const* four = rows + r;
+    CanonicalSums4(
+        static_cast<size_t>(n),
+        [&](DF d, size_t first, size_t lanes, V& acc0, V& acc1, V& acc2, V& acc3) {
+          const V x = load_a(d, first, lanes);
+          acc0 = FusedMulAdd(d, x, load_row(d, four[0], first, lanes), acc0);
+          acc1 = FusedMulAdd(d, x, load_row(d, four[1], first, lanes), acc1);
+          acc2 = FusedMulAdd(d, x, load_row(d, four[2], first, lanes), acc2);
+          acc3 = FusedMulAdd(d, x, load_row(d, four[3], first, lanes), acc3);
+        },
+        dots);
+    for (int j = 0; j < 4; ++j) sums[r + j] += dots[j];
   }
   for (; r < count; ++r) {
-    auto sum = hn::Zero(d);
-    for (int64_t i = 0; i < full; i += lanes)
-      sum = hn::MulAdd(hn::LoadU(d, a + i), LoadLanes<kKind>(d, rows[r], i), sum);
-    sums[r] += hn::GetLane(hn::SumOfLanes(d, sum));
-    tail(rows[r], r);
+    const void* row = rows[r];
+    sums[r] += CanonicalSum(static_cast<size_t>(n), [&](DF d, V acc, size_t first, size_t lanes) {
+      return FusedMulAdd(d, load_a(d, first, lanes), load_row(d, row, first, lanes), acc);
+    });
   }
 }
 

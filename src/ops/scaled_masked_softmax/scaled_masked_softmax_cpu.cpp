@@ -31,11 +31,12 @@
 //
 // Parallelism and determinism. pacl::ParallelFor splits the rows into chunks of about kChunkElements elements;
 // the chunk size depends only on S2, never on the thread count. A row is computed entirely by one thread, and its
-// reductions (sum of dy*y, max, sum of exp) run in an order fixed by S2 and the SIMD width alone: a fixed set of
-// vector accumulators (four for sum(dy*y), two for the exp sum) fed in row order, a zero-padded last vector, then
-// a fixed tree across the accumulators and lanes. So results are bit-identical run to run and for any number of threads
-// (Highway picks the instruction set once per process; a different instruction set may differ in the last bits). There
-// is no cross-row reduction, so no workspace is needed.
+// reductions run in an order fixed by S2 alone (pacl/canonical_math-inl.h): sum(dy*y) and the sum of exp keep 16
+// partial sums (element i into partial i % 16, fused multiply-adds for the products) added by one fixed tree,
+// whatever the vector width; the max needs no order. exp is pacl's own (Highway's evaluates its polynomial with
+// fused or unfused multiply-adds depending on the target). So results are bit-identical run to run, for any number
+// of threads and on every SIMD target (AVX-512, AVX2, SSE4, the scalar baseline). There is no cross-row reduction,
+// so no workspace is needed.
 //
 // Aliasing. An output that is the very same view as an input (in-place) is supported: each element is read
 // before it is written, within one row. Outputs that partially overlap an input are not supported (the result is
@@ -57,7 +58,7 @@
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "hwy/contrib/math/math-inl.h"
+#include "pacl/canonical_math-inl.h"
 #include "pacl/float_vectors-inl.h"
 // clang-format on
 
@@ -150,8 +151,12 @@ namespace pacl::scaled_masked_softmax {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using DF = hn::ScalableTag<float>;
+// At most 16 lanes: the partial sums of the canonical order (pacl/canonical_math-inl.h) are whole vectors of DF.
+using DF = pacl::HWY_NAMESPACE::DSum;
 using VF = hn::Vec<DF>;
+using pacl::HWY_NAMESPACE::CanonicalSum;
+using pacl::HWY_NAMESPACE::Exp;
+using pacl::HWY_NAMESPACE::FusedMulAdd;
 using MF = hn::Mask<DF>;
 
 // How a row's elements are stored: fp32, or the bits of fp16 / bf16 (converted in registers, exactly on load,
@@ -207,25 +212,16 @@ HWY_INLINE MF MaskedLanesPartial(DF d, const uint8_t* bytes, size_t count) {
   return MaskedLanes(d, lanes);
 }
 
-// sum(a[i] * b[i]) for i < n in a fixed order (see the NOTE), whatever the storage.
+// sum(a[i] * b[i]) for i < n in the canonical order (pacl/canonical_math-inl.h), whatever the storage.
 template <class Storage>
-HWY_INLINE float DotRow(DF d, const typename Storage::Element* a, const typename Storage::Element* b, size_t n,
+HWY_INLINE float DotRow(const typename Storage::Element* a, const typename Storage::Element* b, size_t n,
                         Storage storage) {
-  const size_t lanes = hn::Lanes(d);
-  VF acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d), acc3 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 4 * lanes <= n; i += 4 * lanes) {
-    acc0 = hn::MulAdd(LoadVector(d, a + i, storage), LoadVector(d, b + i, storage), acc0);
-    acc1 = hn::MulAdd(LoadVector(d, a + i + lanes, storage), LoadVector(d, b + i + lanes, storage), acc1);
-    acc2 = hn::MulAdd(LoadVector(d, a + i + 2 * lanes, storage), LoadVector(d, b + i + 2 * lanes, storage), acc2);
-    acc3 = hn::MulAdd(LoadVector(d, a + i + 3 * lanes, storage), LoadVector(d, b + i + 3 * lanes, storage), acc3);
-  }
-  for (; i + lanes <= n; i += lanes) {
-    acc0 = hn::MulAdd(LoadVector(d, a + i, storage), LoadVector(d, b + i, storage), acc0);
-  }
-  if (i < n) acc1 = hn::MulAdd(LoadPartial(d, a + i, n - i, storage), LoadPartial(d, b + i, n - i, storage), acc1);
-  const VF total = hn::Add(hn::Add(acc0, acc1), hn::Add(acc2, acc3));
-  return hn::GetLane(hn::SumOfLanes(d, total));
+  return CanonicalSum(n, [&](DF d, VF acc, size_t first, size_t count) {
+    if (count == hn::Lanes(d)) {
+      return FusedMulAdd(d, LoadVector(d, a + first, storage), LoadVector(d, b + first, storage), acc);
+    }
+    return FusedMulAdd(d, LoadPartial(d, a + first, count, storage), LoadPartial(d, b + first, count, storage), acc);
+  });
 }
 
 // out = mask ? 0 : scale * y * (dy - s) for one row of unit-stride elements. out may be dy or y itself (same
@@ -236,7 +232,7 @@ HWY_INLINE void BackwardRow(DF d, const typename Storage::Element* dy, const typ
                             const uint8_t* mask, float scale, size_t n, typename Storage::Element* out,
                             Storage storage) {
   const size_t lanes = hn::Lanes(d);
-  const float s = DotRow(d, dy, y, n, storage);
+  const float s = DotRow(dy, y, n, storage);
   const VF vs = hn::Set(d, s);
   const VF vscale = hn::Set(d, scale);
   size_t i = 0;
@@ -282,31 +278,19 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
     nan_lanes = hn::Or(nan_lanes, hn::VecFromMask(d, hn::IsNaN(v)));
   }
   const bool row_has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan_lanes));
-  const size_t padded = (n + lanes - 1) / lanes * lanes;
   const VF row_max = hn::MaxOfLanes(d, vmax);
 
-  // Pass 2: exponentials (in place) and their sum, over whole vectors.
-  VF sum0 = hn::Zero(d), sum1 = hn::Zero(d);
-  size_t j = 0;
-  for (; j + 2 * lanes <= padded; j += 2 * lanes) {
-    const VF e0 = hn::Exp(d, hn::Sub(hn::Load(d, logits + j), row_max));
-    const VF e1 = hn::Exp(d, hn::Sub(hn::Load(d, logits + j + lanes), row_max));
-    hn::Store(e0, d, logits + j);
-    hn::Store(e1, d, logits + j + lanes);
-    sum0 = hn::Add(sum0, e0);
-    sum1 = hn::Add(sum1, e1);
-  }
-  if (j < padded) {
-    const VF e0 = hn::Exp(d, hn::Sub(hn::Load(d, logits + j), row_max));
-    hn::Store(e0, d, logits + j);
-    sum0 = hn::Add(sum0, e0);
-  }
-  const VF total = hn::SumOfLanes(d, hn::Add(sum0, sum1));
+  // Pass 2: exponentials (in place, whole vectors) and their sum in the canonical order.
+  const float total = CanonicalSum(n, [&](DF dsum, VF acc, size_t first, size_t /*count: the padding adds 0*/) {
+    const VF e = Exp(dsum, hn::Sub(hn::Load(dsum, logits + first), row_max));
+    hn::Store(e, dsum, logits + first);
+    return hn::Add(acc, e);
+  });
 
   // Pass 3: normalize. The row max contributes exp(0) = 1, so total >= 1. One division per row, then products:
   // a division per element made the forward compute-bound (it adds at most one fp32 rounding).
   const VF inverse_total =
-      row_has_nan ? hn::Set(d, std::numeric_limits<float>::quiet_NaN()) : hn::Div(hn::Set(d, 1.0f), total);
+      hn::Set(d, row_has_nan ? std::numeric_limits<float>::quiet_NaN() : 1.0f / total);
   size_t k = 0;
   for (; k + lanes <= n; k += lanes) hn::StoreU(hn::Mul(hn::Load(d, logits + k), inverse_total), d, out + k);
   if (k < n) {

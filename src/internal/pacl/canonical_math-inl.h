@@ -1,0 +1,241 @@
+// Per-target (Highway) arithmetic that gives the same bits on every SIMD target: the multiply-add, the sum of many
+// terms and the exponential the kernels use. Include it after hwy/highway.h from a file compiled once per target
+// through hwy/foreach_target.h.
+//
+// NOTE [One arithmetic on every target]
+// A golden reference must be reproducible bit for bit on any machine, so a kernel's result may depend on the shape,
+// never on the instruction set Highway picked (AVX-512, AVX2, SSE4, the scalar baseline; NEON/SVE on Arm). Three
+// things differ between targets unless the code pins them down:
+// - Fused or unfused multiply-adds. AVX2, AVX-512 and Arm have an FMA instruction (one rounding); SSE4 and the
+//   portable baselines do not, and Highway's MulAdd is a multiply and an add there (two roundings). FusedMulAdd
+//   below is always fused: the FMA instruction where the target has one, else std::fma lane by lane (correctly
+//   rounded in software, or by the FMA unit through glibc's run-time dispatch). Every other multiply and add is
+//   unfused on every target: the libraries build with -ffp-contract=off, so the compiler never fuses on its own.
+// - The order of a sum over a row. A vector accumulator holds lane l of every Lanes(d)-th term, so its partial sums
+//   depend on the vector width. CanonicalSum keeps kSumLanes = 16 partial sums whatever the width (term i goes to
+//   partial i % 16, terms in ascending order; 1 vector of them on AVX-512, 2 on AVX2, 4 on SSE4/NEON, 16 scalars on
+//   the scalar baseline) and adds the 16 partials by one fixed tree (SumOf16Lanes): pairs (l, l + 8), then
+//   (l, l + 4), (l, l + 2), (l, l + 1). A target wider than 16 lanes uses 16 of them.
+// - Library functions. Highway's Exp evaluates its polynomial with MulAdd (fused on some targets only); Exp below
+//   uses FusedMulAdd and exact operations only.
+// Everything else the kernels use is exact or correctly rounded on every target (IEEE add, sub, mul, div, sqrt,
+// floor, conversions, min/max of non-NaN values), so these three rules give identical bits. NaN results are NaN on
+// every target, but which NaN (its sign and payload) is not pinned down.
+#if defined(PACL_CANONICAL_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef PACL_CANONICAL_MATH_INL_H_
+#undef PACL_CANONICAL_MATH_INL_H_
+#else
+#define PACL_CANONICAL_MATH_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pacl {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The number of partial sums of CanonicalSum, whatever the vector width.
+inline constexpr size_t kSumLanes = 16;
+
+// A float tag of at most kSumLanes lanes: the vectors CanonicalSum's partial sums live in.
+using DSum = hn::CappedTag<float, kSumLanes>;
+
+// a * b + c with one rounding, on every target.
+template <class D>
+HWY_INLINE hn::Vec<D> FusedMulAdd(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c) {
+#if HWY_NATIVE_FMA
+  (void)d;
+  return hn::MulAdd(a, b, c);
+#else
+  using T = hn::TFromD<D>;
+  HWY_ALIGN T la[hn::MaxLanes(D())];
+  HWY_ALIGN T lb[hn::MaxLanes(D())];
+  HWY_ALIGN T lc[hn::MaxLanes(D())];
+  hn::Store(a, d, la);
+  hn::Store(b, d, lb);
+  hn::Store(c, d, lc);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) la[i] = std::fma(la[i], lb[i], lc[i]);
+  return hn::Load(d, la);
+#endif
+}
+
+// The sum of partial[0..16) by the fixed tree: (l, l + 8), then (l, l + 4), (l, l + 2), (l, l + 1), the lower lane
+// always the left operand.
+HWY_INLINE float SumOf16Lanes(const float* partial) {
+#if HWY_TARGET == HWY_SCALAR
+  float level[8];
+  for (int l = 0; l < 8; ++l) level[l] = partial[l] + partial[l + 8];
+  for (int l = 0; l < 4; ++l) level[l] = level[l] + level[l + 4];
+  for (int l = 0; l < 2; ++l) level[l] = level[l] + level[l + 2];
+  return level[0] + level[1];
+#else
+  const hn::Full128<float> d4;
+  const auto v0 = hn::LoadU(d4, partial);
+  const auto v1 = hn::LoadU(d4, partial + 4);
+  const auto v2 = hn::LoadU(d4, partial + 8);
+  const auto v3 = hn::LoadU(d4, partial + 12);
+  const auto s4 = hn::Add(hn::Add(v0, v2), hn::Add(v1, v3));  // lane l: (l, l + 8) then (l, l + 4)
+  const auto s2 = hn::Add(s4, hn::Shuffle1032(s4));           // lane l < 2: (l, l + 2)
+  const auto s1 = hn::Add(s2, hn::Shuffle2301(s2));           // lane 0: (0, 1)
+  return hn::GetLane(s1);
+#endif
+}
+
+// Sums n terms in the canonical order (see the NOTE): partial k accumulates the terms i = k, k + 16, k + 32, ... in
+// ascending order, starting from +0, and the 16 partials are added by SumOf16Lanes.
+// step(d, acc, first, count) returns acc with the terms first .. first + count - 1 accumulated into its lanes
+// 0 .. count - 1 (how a term is accumulated - an add, a fused multiply-add - is the caller's), and lanes count and
+// up unchanged; count is Lanes(d) except for the last, partial vector of the row. d is DSum (4, 8 or 16 lanes;
+// 1 on the scalar baseline).
+template <class Step>
+HWY_INLINE float CanonicalSum(size_t n, Step&& step) {
+  const DSum d;
+  HWY_ALIGN float partial[kSumLanes] = {};
+#if HWY_TARGET == HWY_SCALAR
+  for (size_t i = 0; i < n; ++i) {
+    partial[i % kSumLanes] = hn::GetLane(step(d, hn::Set(d, partial[i % kSumLanes]), i, size_t{1}));
+  }
+#else
+  const size_t lanes = hn::Lanes(d);  // 4, 8 or 16: lanes * vectors == kSumLanes
+  const size_t vectors = kSumLanes / lanes;
+  auto acc0 = hn::Zero(d);
+  auto acc1 = hn::Zero(d);
+  auto acc2 = hn::Zero(d);
+  auto acc3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    acc0 = step(d, acc0, i, lanes);
+    if (vectors >= 2) acc1 = step(d, acc1, i + lanes, lanes);
+    if (vectors == 4) {
+      acc2 = step(d, acc2, i + 2 * lanes, lanes);
+      acc3 = step(d, acc3, i + 3 * lanes, lanes);
+    }
+  }
+  // The last, partial group of 16 terms: whole vectors, then one partial vector.
+  size_t rest = n - i;
+  auto tail_step = [&](hn::Vec<DSum> acc, size_t first) {
+    const size_t count = rest < lanes ? rest : lanes;
+    rest -= count;
+    return count == 0 ? acc : step(d, acc, first, count);
+  };
+  acc0 = tail_step(acc0, i);
+  if (vectors >= 2) acc1 = tail_step(acc1, i + lanes);
+  if (vectors == 4) {
+    acc2 = tail_step(acc2, i + 2 * lanes);
+    acc3 = tail_step(acc3, i + 3 * lanes);
+  }
+  hn::Store(acc0, d, partial);
+  if (vectors >= 2) hn::Store(acc1, d, partial + lanes);
+  if (vectors == 4) {
+    hn::Store(acc2, d, partial + 2 * lanes);
+    hn::Store(acc3, d, partial + 3 * lanes);
+  }
+#endif
+  return SumOf16Lanes(partial);
+}
+
+// Four canonical sums in one walk, for steps that share work between them (four dot products with one vector load
+// it once): step(d, first, count, acc0, acc1, acc2, acc3) accumulates terms first .. first + count - 1 of sum j
+// into lanes 0 .. count - 1 of accj (passed by reference), lanes count and up unchanged. sums[j] gets the same bits
+// as CanonicalSum would give for sum j alone. On 8- and 16-lane targets the partial sums of all four stay in
+// registers (8 vectors at most); narrower targets, which are not tuned for speed, run the sums one at a time.
+template <class Step>
+HWY_INLINE void CanonicalSums4(size_t n, Step&& step, float* sums) {
+  using V = hn::Vec<DSum>;
+#if HWY_TARGET != HWY_SCALAR
+  const DSum d;
+  const size_t lanes = hn::Lanes(d);
+  if (lanes == 16 || lanes == 8) {
+    V a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);  // lanes [0, lanes) of the partials
+    V a1 = hn::Zero(d), b1 = hn::Zero(d), c1 = hn::Zero(d), e1 = hn::Zero(d);  // lanes [8, 16) when lanes == 8
+    size_t i = 0;
+    for (; i + kSumLanes <= n; i += kSumLanes) {
+      step(d, i, lanes, a0, b0, c0, e0);
+      if (lanes == 8) step(d, i + 8, lanes, a1, b1, c1, e1);
+    }
+    const size_t rest = n - i;
+    const size_t first_count = rest < lanes ? rest : lanes;
+    if (first_count > 0) step(d, i, first_count, a0, b0, c0, e0);
+    if (lanes == 8 && rest > lanes) step(d, i + 8, rest - lanes, a1, b1, c1, e1);
+    HWY_ALIGN float partial[kSumLanes];
+    const V* firsts[4] = {&a0, &b0, &c0, &e0};
+    const V* seconds[4] = {&a1, &b1, &c1, &e1};
+    for (int j = 0; j < 4; ++j) {
+      hn::Store(*firsts[j], d, partial);
+      if (lanes == 8) hn::Store(*seconds[j], d, partial + 8);
+      sums[j] = SumOf16Lanes(partial);
+    }
+    return;
+  }
+#endif
+  for (int j = 0; j < 4; ++j) {
+    sums[j] = CanonicalSum(n, [&](DSum dj, V acc, size_t first, size_t count) {
+      V unused0 = hn::Zero(dj), unused1 = hn::Zero(dj), unused2 = hn::Zero(dj);
+      if (j == 0) step(dj, first, count, acc, unused0, unused1, unused2);
+      if (j == 1) step(dj, first, count, unused0, acc, unused1, unused2);
+      if (j == 2) step(dj, first, count, unused0, unused1, acc, unused2);
+      if (j == 3) step(dj, first, count, unused0, unused1, unused2, acc);
+      return acc;
+    });
+  }
+}
+
+// e^x with at most about 1 ulp of error, the same bits on every target. Inputs below -104 give +0 (e^-104 is below
+// half the smallest subnormal), inputs above 89 give +Inf; results in the subnormal range are rounded once. The
+// result for a NaN input is unspecified (callers that can see NaN handle it themselves).
+// Method: x = n ln2 + r with n = round(x / ln2) (a fused multiply-add with the 1.5 * 2^23 shifter: its one rounding
+// is to an integer, nearest even) and |r| <= ln2 / 2 (Cody-Waite: ln2 split in two so that n * ln2_high is exact);
+// e^r = p by its Taylor polynomial of degree 7 (truncation error below 1e-8 relative), in pairs of terms (four fused
+// multiply-adds deep instead of Horner's eight, and seven multiply-class operations: the forward softmax is bound by
+// these); then p * 2^n. For a normal result (n in [-125, 127]) that is an exact integer add to p's exponent field.
+// Only vectors with a lane outside that range (x in about [-104, -86.6] or above 88) take the two-step scaling
+// p * 2^(n - n/2) * 2^(n/2), whose multiplication rounds into the subnormal range: x86 CPUs take a slow microcode
+// path for subnormal results, so the far more common lanes below -104 (masked logits, -inf padding) are set to 0
+// instead of being computed.
+template <class D>
+HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
+  const hn::RebindToSigned<D> di;
+  const auto zero_lanes = hn::Lt(x, hn::Set(d, -104.0f));
+  x = hn::Min(hn::Max(x, hn::Set(d, -104.0f)), hn::Set(d, 89.0f));
+  const auto shifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
+  const auto shifted = FusedMulAdd(d, x, hn::Set(d, 1.44269504088896341f), shifter);
+  const auto n = hn::Sub(shifted, shifter);  // round(x / ln2), an integer in [-150, 128]
+  const auto n_int = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, shifter));
+  auto r = FusedMulAdd(d, n, hn::Set(d, -0.693145751953125f), x);   // ln2, high part: 16 significant bits
+  r = FusedMulAdd(d, n, hn::Set(d, -1.428606765330187045e-06f), r);  // ln2 - high part
+  // 1 + r + r^2 q, q = c2 + c3 r + r^2 (c4 + c5 r + r^2 (c6 + c7 r)), c_k = 1 / k!
+  const auto r2 = hn::Mul(r, r);
+  const auto q67 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 5040.0f), hn::Set(d, 1.0f / 720.0f));
+  const auto q45 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 120.0f), hn::Set(d, 1.0f / 24.0f));
+  const auto q23 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 6.0f), hn::Set(d, 0.5f));
+  auto q = FusedMulAdd(d, r2, q67, q45);
+  q = FusedMulAdd(d, r2, q, q23);
+  // 1 + (r + r^2 q): rounding 1 + r on its own first would cost up to 0.5 ulp more.
+  const auto p = hn::Add(FusedMulAdd(d, r2, q, r), hn::Set(d, 1.0f));  // in [0.70, 1.42]
+  const auto beyond_normal = hn::Or(hn::Lt(n_int, hn::Set(di, -125)), hn::Gt(n_int, hn::Set(di, 127)));
+  const auto two_steps = hn::AndNot(hn::RebindMask(di, zero_lanes), beyond_normal);
+  hn::Vec<D> result;
+  if (HWY_LIKELY(hn::AllFalse(di, two_steps))) {
+    // p * 2^n: its exponent field plus n (n clamped only for the lanes set to 0 below).
+    const auto n_normal = hn::Max(n_int, hn::Set(di, -125));
+    result = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(n_normal)));
+  } else {
+    // p * 2^(n - n/2) exactly (normal), then * 2^(n/2), n/2 and n - n/2 in [-75, 64]: one rounding.
+    const auto half_n = hn::ShiftRight<1>(n_int);
+    const auto rest_n = hn::Sub(n_int, half_n);
+    const auto p_scaled = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(rest_n)));
+    result = hn::Mul(p_scaled, hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(half_n, hn::Set(di, 127)))));
+  }
+  return hn::IfThenZeroElse(zero_lanes, result);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pacl
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
