@@ -51,11 +51,13 @@ std::vector<double> RandomValues(std::mt19937_64& rng, int64_t count, double lo,
 
 // A tensor in device memory (aclrtMalloc), with kGuardBytes of guard pattern before and after its storage.
 // Storage bytes that no view element covers (padding gaps) hold the same pattern; CheckGuards() verifies that
-// nothing but the view's elements was written. Not copyable; movable.
+// nothing but the view's elements was written. The pattern is all ones: NaN in every float dtype (and -1 in the
+// integer ones), so a kernel that reads a gap or guard element into a sum gets NaN, which every check sees. Not
+// copyable; movable.
 class DeviceTensor {
  public:
   static constexpr size_t kGuardBytes = 64;
-  static constexpr uint8_t kGuardPattern = 0xA5;
+  static constexpr uint8_t kGuardPattern = 0xFF;
 
   // An input holding values (logical row-major order, NumElements(shape) entries), stored as RoundToDType.
   DeviceTensor(std::vector<int64_t> shape, aclDataType dtype, Layout layout, const std::vector<double>& values,
