@@ -310,16 +310,20 @@ void StoreLanes(D d, const float* acc, int64_t i, uint16_t* dst) {
 }
 
 // With stream, whole vectors go out with non-temporal stores when dst is vector-aligned: a large output is written
-// once and not read again here, so its lines need not be fetched first (the caller flushes the stores).
+// once and not read again here, so its lines need not be fetched first (the caller flushes the stores). Only where
+// a vector of the narrowed lanes fills a whole 128-bit register or more (AVX2 and up): on SSE4 it is 64 bits, and
+// Highway 1.0.3's Stream of a 64-bit vector writes 16 bytes with an instruction that needs 16-byte alignment (it
+// crashed on an 8-byte-aligned row: NsaCompressLarge.StreamedInputGradMatchesReference, pinned to SSE4).
 template <int kKind>
 void NarrowRowT(const float* acc, int64_t n, uint16_t* dst, bool stream) {
   const DF d;
   const DF1 d1;
   const hn::Rebind<uint16_t, DF> du16;
+  constexpr bool kCanStream = hn::MaxLanes(hn::Rebind<uint16_t, DF>()) * sizeof(uint16_t) >= 16;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const bool aligned = reinterpret_cast<uintptr_t>(dst) % (static_cast<uintptr_t>(lanes) * sizeof(uint16_t)) == 0;
   int64_t i = 0;
-  if (stream && aligned) {
+  if (kCanStream && stream && aligned) {
     for (; i + lanes <= n; i += lanes) {
       const auto v = hn::LoadU(d, acc + i);
       if constexpr (kKind == kHalfRow) {
