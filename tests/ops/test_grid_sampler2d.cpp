@@ -219,9 +219,12 @@ ErrorModel ModelFor(int interpolation) {
   }
 }
 
-double CoordinateError(double coordinate, int64_t size, double u) {
+// Under reflection the error of the unnormalized coordinate carries through the (exact) reduction, however many
+// times the coordinate bounces, so its magnitude is not capped there.
+double CoordinateError(double coordinate, int64_t size, int padding, double u) {
   const double cap = 2.0 * static_cast<double>(size) + 2.0;
-  const double magnitude = std::isfinite(coordinate) ? std::min(std::fabs(coordinate), cap) : cap;
+  double magnitude = std::isfinite(coordinate) ? std::fabs(coordinate) : cap;
+  if (padding != kReflection) magnitude = std::min(magnitude, cap);
   return 8.0 * u * (magnitude + static_cast<double>(size) + 1.0);
 }
 
@@ -239,13 +242,17 @@ Bounds ErrorBounds(const Problem& p, const Modes& m, aclDataType dtype) {
   Bounds b;
   b.out.assign(static_cast<size_t>(s.N * s.C * points), 0.0);
   b.grid_grad.assign(p.grid.size(), 0.0);
-  std::vector<double> coordinate_part(p.input.size(), 0.0), magnitude(p.input.size(), 0.0), terms(p.input.size(), 0.0);
+  // Per input element: the coordinate part of its inputGrad bound, the magnitude of its terms and their count.
+  struct InputGradParts {
+    double coordinate_part = 0.0, magnitude = 0.0, terms = 0.0;
+  };
+  std::vector<InputGradParts> parts(p.input.size());
   for (int64_t n = 0; n < s.N; ++n) {
     for (int64_t q = 0; q < points; ++q) {
       const size_t gi = static_cast<size_t>((n * points + q) * 2);
       const ref::GridSamplerPoint point = ref::GridSampler2DSamplePoint(p.grid[gi], p.grid[gi + 1], s.Hin, s.Win,
                                                                         m.interpolation, m.padding, m.align_corners);
-      const double e = CoordinateError(point.x, s.Win, u) + CoordinateError(point.y, s.Hin, u);
+      const double e = CoordinateError(point.x, s.Win, m.padding, u) + CoordinateError(point.y, s.Hin, m.padding, u);
       const double weight_error = model.slope * e + model.weight_roundoff * u;
       const double dweight_error = model.curvature * e + model.dweight_roundoff * u;
       const double taps = static_cast<double>(point.taps.size());
@@ -259,9 +266,9 @@ Bounds ErrorBounds(const Problem& p, const Modes& m, aclDataType dtype) {
           const double v = p.input[index];
           value_part += std::fabs(v) * weight_error;
           product_abs += std::fabs(tap.weight * v);
-          coordinate_part[index] += std::fabs(g) * weight_error;
-          magnitude[index] += std::fabs(tap.weight * g);
-          terms[index] += 1.0;
+          parts[index].coordinate_part += std::fabs(g) * weight_error;
+          parts[index].magnitude += std::fabs(tap.weight * g);
+          parts[index].terms += 1.0;
           gx_terms += std::fabs(v * g);
           gx_abs += std::fabs(v * g * tap.dweight_dx);
           gy_abs += std::fabs(v * g * tap.dweight_dy);
@@ -276,7 +283,7 @@ Bounds ErrorBounds(const Problem& p, const Modes& m, aclDataType dtype) {
   }
   b.input_grad.resize(p.input.size());
   for (size_t i = 0; i < p.input.size(); ++i) {
-    b.input_grad[i] = coordinate_part[i] + (terms[i] + 2.0) * u * magnitude[i];
+    b.input_grad[i] = parts[i].coordinate_part + (parts[i].terms + 2.0) * u * parts[i].magnitude;
   }
   return b;
 }
@@ -583,39 +590,177 @@ struct MaskCase {
   bool present, input_grad, grid_grad;
 };
 
+// Every dtype (the fp32 blocked path and DOUBLE's plane path choose their outputs separately) with each
+// interpolation (nearest has no gridGrad to compute; bicubic's taps are padded per tap).
 TEST(GridSampler2DOutputMask, ChoosesTheOutputs) {
-  const Modes m{kBilinear, kReflection, false};
-  for (aclDataType dtype : {ACL_FLOAT, ACL_BF16}) {
-    const Problem p = MakeProblem({2, 3, 4, 5, 3, 4}, dtype, m.align_corners, 5000);
-    DeviceProblem d(p, dtype);
-    for (const MaskCase mc : {MaskCase{false, false, false}, MaskCase{true, true, false}, MaskCase{true, false, true},
-                              MaskCase{true, false, false}, MaskCase{true, true, true}}) {
-      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + (mc.present ? "" : " null mask") + " [" +
-                   (mc.input_grad ? "true" : "false") + ", " + (mc.grid_grad ? "true" : "false") + "]");
-      DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), dtype, Layout::kPadded);
-      DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), dtype, Layout::kTransposed);
-      const BoolArray mask({mc.input_grad, mc.grid_grad});
-      ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, mc.present ? mask.get() : nullptr,
-                            input_grad.get(), grid_grad.get()),
-                ACLNN_SUCCESS)
-          << optest::RecentErrorMessage();
-      const bool want_input_grad = mc.present && mc.input_grad;
-      const bool want_grid_grad = mc.present && mc.grid_grad;
-      if (want_input_grad) {
-        ExpectInputGradMatches(input_grad.Read(), p, m, dtype);
-      } else {
-        ExpectAllNaN("inputGrad", input_grad.Read());
+  const Modes modes[] = {{kBilinear, kReflection, false}, {kNearest, kBorder, true}, {kBicubic, kZeros, false},
+                         {kBicubic, kReflection, true}};
+  for (aclDataType dtype : kDTypes) {
+    for (const Modes& m : modes) {
+      const Problem p = MakeProblem({2, 3, 4, 5, 3, 4}, dtype, m.align_corners, 5000);
+      DeviceProblem d(p, dtype);
+      for (const MaskCase mc : {MaskCase{false, false, false}, MaskCase{true, true, false}, MaskCase{true, false, true},
+                                MaskCase{true, false, false}, MaskCase{true, true, true}}) {
+        SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + ModesName(m) + (mc.present ? "" : " null mask") +
+                     " [" + (mc.input_grad ? "true" : "false") + ", " + (mc.grid_grad ? "true" : "false") + "]");
+        DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), dtype, Layout::kPadded);
+        DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), dtype, Layout::kTransposed);
+        const BoolArray mask({mc.input_grad, mc.grid_grad});
+        ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, mc.present ? mask.get() : nullptr,
+                              input_grad.get(), grid_grad.get()),
+                  ACLNN_SUCCESS)
+            << optest::RecentErrorMessage();
+        const bool want_input_grad = mc.present && mc.input_grad;
+        const bool want_grid_grad = mc.present && mc.grid_grad;
+        if (want_input_grad) {
+          ExpectInputGradMatches(input_grad.Read(), p, m, dtype);
+        } else {
+          ExpectAllNaN("inputGrad", input_grad.Read());
+        }
+        if (want_grid_grad) {
+          ExpectGridGradMatches(grid_grad.Read(), p, m, dtype);
+        } else {
+          ExpectAllNaN("gridGrad", grid_grad.Read());
+        }
+        EXPECT_EQ(input_grad.CheckGuards(), "");
+        EXPECT_EQ(grid_grad.CheckGuards(), "");
       }
-      if (want_grid_grad) {
-        ExpectGridGradMatches(grid_grad.Read(), p, m, dtype);
-      } else {
-        ExpectAllNaN("gridGrad", grid_grad.Read());
-      }
-      EXPECT_EQ(input_grad.CheckGuards(), "");
-      EXPECT_EQ(grid_grad.CheckGuards(), "");
     }
   }
 }
+
+// ------------------------------------------------------------------------------------------------------------
+// Exact coordinates. Where a sampled position is exactly a pixel or exactly on an edge, the taps, the weights and
+// PyTorch's gradient conventions there (a clip's derivative is 0 on its limits, a reflection flips its sign) decide
+// the result. The grids below are exact in every dtype and so are their unnormalized positions in any arithmetic,
+// so the operator and the reference must take the same decisions: every dtype and mode, against the reference.
+
+// Runs forward and backward on p and checks out, inputGrad and gridGrad against the reference.
+void CheckAgainstReference(const Problem& p, const Modes& m, aclDataType dtype) {
+  DeviceProblem d(p, dtype);
+  DeviceTensor out = DeviceTensor::Output(p.OutShape(), dtype, Layout::kContiguous);
+  ASSERT_EQ(RunForward(d.input.get(), d.grid.get(), m, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  ExpectForwardMatches(out.Read(), p, m, dtype);
+  DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), dtype, Layout::kContiguous);
+  DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), dtype, Layout::kContiguous);
+  const BoolArray both({true, true});
+  ASSERT_EQ(
+      RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(), grid_grad.get()),
+      ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  ExpectInputGradMatches(input_grad.Read(), p, m, dtype);
+  ExpectGridGradMatches(grid_grad.Read(), p, m, dtype);
+  for (const DeviceTensor* t : {&out, &input_grad, &grid_grad}) EXPECT_EQ(t->CheckGuards(), "");
+}
+
+// The identity grid with alignCorners on a 5 x 9 input ((size - 1) a power of two: the grid values -1 + k / 2 and
+// -1 + k / 4 are exact in every dtype): output pixel (h, w) samples input pixel (h, w) exactly. So in every mode
+// out == input and inputGrad == gradOutput exactly (every other tap has weight exactly 0), and gridGrad is the
+// derivative at a pixel (bilinear: the difference to the next pixel; on the last pixel, the padding's rule).
+TEST(GridSampler2DExact, IdentityGridWithAlignCorners) {
+  const ref::GridSamplerShape s = {2, 3, 5, 9, 5, 9};
+  for (aclDataType dtype : kDTypes) {
+    for (int interpolation = 0; interpolation < 3; ++interpolation) {
+      for (int padding = 0; padding < 3; ++padding) {
+        const Modes m{interpolation, padding, true};
+        SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + ModesName(m));
+        std::mt19937_64 rng(5200 + static_cast<uint64_t>(interpolation * 3 + padding));
+        Problem p;
+        p.shape = s;
+        p.input = optest::RandomValues(rng, s.N * s.C * s.Hin * s.Win, -2.0, 2.0, dtype);
+        p.grad_output = optest::RandomValues(rng, s.N * s.C * s.Hout * s.Wout, -1.0, 1.0, dtype);
+        for (int64_t n = 0; n < s.N; ++n) {
+          for (int64_t h = 0; h < s.Hout; ++h) {
+            for (int64_t w = 0; w < s.Wout; ++w) {
+              p.grid.push_back(-1.0 + 2.0 * static_cast<double>(w) / static_cast<double>(s.Win - 1));
+              p.grid.push_back(-1.0 + 2.0 * static_cast<double>(h) / static_cast<double>(s.Hin - 1));
+            }
+          }
+        }
+        DeviceProblem d(p, dtype);
+        DeviceTensor out = DeviceTensor::Output(p.OutShape(), dtype, Layout::kContiguous);
+        ASSERT_EQ(RunForward(d.input.get(), d.grid.get(), m, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+        EXPECT_EQ(out.Read(), p.input) << "the identity grid must reproduce the input exactly";
+        DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), dtype, Layout::kContiguous);
+        DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), dtype, Layout::kContiguous);
+        const BoolArray both({true, true});
+        ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(),
+                              grid_grad.get()),
+                  ACLNN_SUCCESS)
+            << optest::RecentErrorMessage();
+        EXPECT_EQ(input_grad.Read(), p.grad_output) << "the identity grid must pass gradOutput through exactly";
+        ExpectGridGradMatches(grid_grad.Read(), p, m, dtype);
+        CheckAgainstReference(p, m, dtype);
+      }
+    }
+  }
+}
+
+// Grid values on and beyond the edges, exactly: every pair from {-3, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3} (the
+// corners, the edges, the centre, and positions that reflection bounces once or twice, landing exactly on an edge
+// or on the centre), on inputs whose unnormalized positions are exact (sizes 4 and 8 without alignCorners, 5 and 9
+// with it), every dtype and mode.
+TEST(GridSampler2DExact, GridOnAndBeyondTheEdges) {
+  const double values[] = {-3, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3};
+  const int64_t count = sizeof values / sizeof values[0];
+  for (aclDataType dtype : kDTypes) {
+    for (const Modes& m : AllModes()) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + ModesName(m));
+      const ref::GridSamplerShape s = m.align_corners ? ref::GridSamplerShape{1, 2, 5, 9, count, count}
+                                                      : ref::GridSamplerShape{1, 2, 4, 8, count, count};
+      std::mt19937_64 rng(5300);
+      Problem p;
+      p.shape = s;
+      p.input = optest::RandomValues(rng, s.N * s.C * s.Hin * s.Win, -2.0, 2.0, dtype);
+      p.grad_output = optest::RandomValues(rng, s.N * s.C * s.Hout * s.Wout, -1.0, 1.0, dtype);
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t j = 0; j < count; ++j) {
+          p.grid.push_back(values[j]);
+          p.grid.push_back(values[i]);
+        }
+      }
+      CheckAgainstReference(p, m, dtype);
+    }
+  }
+}
+
+// Reflection that bounces many times: random grids in [-7, 7] (up to 7 reflections on each axis), kept away from
+// the decision boundaries as the sweep's grids are, every dtype, interpolation and alignCorners (and the other
+// paddings on the same far-out grids).
+TEST(GridSampler2DFarGrids, ManyReflectionsMatchReference) {
+  const ref::GridSamplerShape s = {2, 5, 6, 7, 9, 8};
+  for (aclDataType dtype : kDTypes) {
+    for (const Modes& m : AllModes()) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + ModesName(m));
+      std::mt19937_64 rng(5400);
+      Problem p;
+      p.shape = s;
+      p.input = optest::RandomValues(rng, s.N * s.C * s.Hin * s.Win, -2.0, 2.0, dtype);
+      p.grid = RandomGrid(rng, s, dtype, m.align_corners, -7.0, 7.0);
+      p.grad_output = optest::RandomValues(rng, s.N * s.C * s.Hout * s.Wout, -1.0, 1.0, dtype);
+      CheckAgainstReference(p, m, dtype);
+    }
+  }
+}
+
+// More output pixels than one tile of every path: the fp32 blocked path's 256-pixel tiles, DOUBLE's 2048-pixel
+// plane tiles (512 for bicubic), with rows that straddle tile ends; every dtype and mode.
+class GridSamplerTiles : public testing::TestWithParam<aclDataType> {};
+
+TEST_P(GridSamplerTiles, ManyTilesMatchReference) {
+  const aclDataType dtype = GetParam();
+  const ref::GridSamplerShape s = {2, 18, 12, 20, 47, 53};  // 2491 output pixels per image, C over two blocks
+  uint64_t seed = 5500;
+  for (const Modes& m : AllModes()) {
+    SCOPED_TRACE(ModesName(m));
+    CheckAgainstReference(MakeProblem(s, dtype, m.align_corners, ++seed), m, dtype);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GridSampler2D, GridSamplerTiles, testing::ValuesIn(kDTypes),
+                         [](const testing::TestParamInfo<aclDataType>& param_info) {
+                           return std::string(optest::DTypeName(param_info.param));
+                         });
 
 // ------------------------------------------------------------------------------------------------------------
 // Empty tensors: N, C, Hout or Wout of 0. Nothing is read; a chosen inputGrad of a non-empty input gets zeros, and
@@ -993,7 +1138,8 @@ std::vector<uint8_t> DeterminismBytes() {
 TEST(GridSampler2DDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
 // Computes the determinism bytes, checks the FLOAT bilinear backward against the reference, and, when
-// PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount and BitIdenticalOnEverySimdTarget, in a child process), writes the bytes there.
+// PACL_TEST_OUTPUT_FILE is set (by BitIdenticalForAnyThreadCount and BitIdenticalOnEverySimdTarget, in a child
+// process), writes the bytes there.
 TEST(GridSampler2DDeterminism, OutputForComparison) {
   const std::vector<uint8_t> bytes = DeterminismBytes();
   const Modes m{kBilinear, kZeros, false};

@@ -945,6 +945,23 @@ TEST(MsdaLimits, LargestAllowedSizes) {
   }
 }
 
+// More queries than one forward task takes (1024 per (image, head)): the query runs of a head split across tasks,
+// the last one partial. Once with value read through the fp32 copy (many corner reads per value row) and once in
+// place (FLOAT with few reads per row: a single 40 x 40 level, one point).
+TEST(MsdaTaskSplit, MoreQueriesThanOneTask) {
+  const Sizes sizes[] = {{2, 2, 24, 2300, 2, {{12, 10}, {6, 5}, {3, 2}}}, {1, 2, 16, 2100, 1, {{40, 40}}}};
+  for (const Sizes& z : sizes) {
+    for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16}) {
+      SCOPED_TRACE(SizesName(z) + " " + optest::DTypeName(dtype));
+      const Problem p = MakeProblem(z, dtype, 8600);
+      CallConfig setup;
+      setup.dtype = dtype;
+      CheckForward(p, setup);
+      CheckBackward(p, setup);
+    }
+  }
+}
+
 // A moderately realistic shape (Deformable-DETR-like, scaled down): 4 levels, nh = 8, np = 4, c = 32, nq = 300.
 TEST(MsdaRealistic, DeformableDetrLikeShape) {
   const Sizes z = {1, 8, 32, 300, 4, {{20, 30}, {10, 15}, {5, 8}, {3, 4}}};
@@ -993,7 +1010,8 @@ std::vector<uint8_t> DeterminismBytes() {
 TEST(MsdaDeterminism, BitIdenticalRunToRun) { optest::ExpectBitIdenticalRunToRun(DeterminismBytes); }
 
 // Computes the determinism bytes, checks the FLOAT backward against the reference, and, when PACL_TEST_OUTPUT_FILE
-// is set (by BitIdenticalForAnyThreadCount and BitIdenticalOnEverySimdTarget, in a child process), writes the bytes there.
+// is set (by BitIdenticalForAnyThreadCount and BitIdenticalOnEverySimdTarget, in a child process), writes the
+// bytes there.
 TEST(MsdaDeterminism, OutputForComparison) {
   const std::vector<uint8_t> bytes = DeterminismBytes();
   const Problem p = MakeProblem(kDeterminismSizes, ACL_FLOAT, 9500);

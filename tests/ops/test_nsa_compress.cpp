@@ -354,12 +354,14 @@ std::string SweepCaseName(const SweepCase& c) {
 void PrintTo(const SweepCase& c, std::ostream* os) { *os << SweepCaseName(c); }
 
 // The brief's sizes, plus D = 1 and 33 (not a multiple of any vector width: the kernels' tails), 96 and 400 (rows
-// the forward walks in several channel groups), and 4 and 6 blocks covering a token (the forward keeps up to 4
-// blocks' sums in registers and takes another path beyond).
+// the forward walks in several channel groups), 4 and 6 blocks covering a token (the forward keeps up to 4 blocks'
+// sums in registers and takes another path beyond), and block sizes that are not a multiple of the stride (48 / 32,
+// 80 / 48: a token is covered by 1 or 2 blocks depending on where it lies).
 const Geometry kSweepGeometries[] = {
     {32, 16, 1, 16},  {32, 16, 4, 128},  {64, 32, 64, 16}, {64, 32, 1, 128}, {48, 16, 4, 192},
     {48, 16, 64, 16}, {128, 64, 1, 192}, {128, 64, 4, 16}, {32, 16, 3, 1},   {48, 16, 2, 33},
-    {32, 16, 2, 400}, {64, 16, 3, 96},   {96, 16, 2, 40},
+    {32, 16, 2, 400}, {64, 16, 3, 96},   {96, 16, 2, 40},  {48, 32, 4, 40},  {80, 48, 2, 33},
+    {80, 48, 3, 128},
 };
 
 std::vector<SweepCase> SweepCases() {
@@ -779,7 +781,8 @@ TEST(NsaCompressDeterminism, BitIdenticalOnEverySimdTarget) {
 }
 
 // The forward walks tokens in order when input rows have unit stride along D and gathers rows otherwise (see the
-// kernel's NOTE); both sum each block from zero in ascending j, so a transposed input view gives the same bits.
+// kernel's NOTE); both sum each block from zero in ascending j, so a transposed input view gives the same bits,
+// and both match the reference.
 TEST(NsaCompressDeterminism, ForwardPathsGiveTheSameBits) {
   for (aclDataType dtype : kDTypes) {
     for (const Geometry& g : {Geometry{32, 16, 4, 192}, Geometry{48, 16, 3, 40}, Geometry{64, 16, 2, 33}}) {
@@ -794,10 +797,65 @@ TEST(NsaCompressDeterminism, ForwardPathsGiveTheSameBits) {
         DeviceProblem d(p, dtype, layouts);
         DeviceTensor output = DeviceTensor::Output(p.OutputShape(), dtype, Layout::kContiguous);
         ASSERT_EQ(RunForward(p, d, setup, output.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+        ExpectForwardMatches(output.Read(), p, dtype);
         outputs.push_back(output.ReadBytes());
       }
       EXPECT_TRUE(outputs[0] == outputs[1]);
     }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// Outputs of 8 MiB and more are written with non-temporal stores where a row is vector-aligned (the rest with
+// ordinary ones): the same values either way. inputGrad (as large as input) in the backward, output in the
+// forward (1/stride of input: 128 MiB of FLOAT16 input), each contiguous (aligned rows) and padded (an element
+// offset and gaps: misaligned rows), D = 136 so that rows end in a partial vector.
+
+TEST(NsaCompressLarge, StreamedInputGradMatchesReference) {
+  const Geometry g = {32, 16, 8, 136};
+  const Problem p = MakeProblem(g, CumulativeEnds({2200, 1917}, false), ACL_FLOAT16, 9800);  // inputGrad 8.6 MiB
+  for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+    SCOPED_TRACE(optest::LayoutName(layout));
+    Layouts layouts = AllLayouts(Layout::kContiguous);
+    layouts[kInputGrad] = layout;
+    CheckBackward(p, CallConfig{}, layouts);
+  }
+}
+
+// input multiples of 1/8 in [-2, 2] and weights multiples of 1/64 in [-1, 1]: every product and every sum of 32 of
+// them is exact in fp32 (multiples of 2^-9 below 2^6), so the output must be the exact sum rounded once, i.e. the
+// rounded reference bit for bit; no error bound (nor its second reference pass over 64M elements) is needed.
+TEST(NsaCompressLarge, StreamedOutputMatchesReference) {
+  const Geometry g = {32, 16, 16, 128};
+  Problem p;
+  p.g = g;
+  p.act_seq_len = CumulativeEnds({16400, 16400}, false);
+  p.tokens = p.act_seq_len.back();
+  p.block_starts = ref::NsaCompressBlockStarts(p.act_seq_len, g.block_size, g.stride);
+  std::mt19937_64 rng(9801);
+  p.input.resize(static_cast<size_t>(optest::NumElements(p.InputShape())));
+  for (double& v : p.input) v = static_cast<double>(static_cast<int>(rng() % 33) - 16) / 8.0;
+  p.weight.resize(static_cast<size_t>(optest::NumElements(p.WeightShape())));
+  for (double& v : p.weight) v = static_cast<double>(static_cast<int>(rng() % 129) - 64) / 64.0;
+  p.output_grad.assign(static_cast<size_t>(optest::NumElements(p.OutputShape())), 0.0);
+  ASSERT_GE(optest::NumElements(p.OutputShape()) * 2, int64_t{8} << 20);  // output: 8.0 MiB of BFLOAT16
+  const std::vector<double> expected = optest::RoundToDType(ReferenceForward(p), ACL_BF16);
+  DeviceProblem d(p, ACL_BF16, AllLayouts(Layout::kContiguous));
+  CallConfig setup;
+  setup.dtype = ACL_BF16;
+  for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+    SCOPED_TRACE(optest::LayoutName(layout));
+    DeviceTensor output = DeviceTensor::Output(p.OutputShape(), ACL_BF16, layout);
+    ASSERT_EQ(RunForward(p, d, setup, output.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    const std::vector<double> actual = output.Read();
+    size_t mismatches = 0;
+    for (size_t i = 0; i < actual.size(); ++i) {
+      if (actual[i] != expected[i] && mismatches++ < 5) {
+        ADD_FAILURE() << "output element " << i << ": " << actual[i] << ", expected " << expected[i];
+      }
+    }
+    EXPECT_EQ(mismatches, 0u);
+    ExpectGuardsIntact({&output});
   }
 }
 

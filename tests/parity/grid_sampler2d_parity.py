@@ -12,8 +12,12 @@ both implementations) is judged at the data's scale instead of its own.
 
 Sample points closer than 1e-3 pixel to a multiple of half a pixel are drawn again: there the result or its
 gradient jumps (nearest rounding, bilinear and bicubic tap boundaries, border clipping, reflection edges), and two
-correct implementations that round differently in the last bit may land on either side. The operator tests
-(tests/ops/) cover those points against our float64 reference.
+correct implementations that round differently in the last bit may land on either side. Points exactly on those
+places, where no rounding can happen, are cases of their own (for every mode and both dtypes): the identity grid
+with alignCorners on a 5 x 9 input (every point exactly on a pixel), and grids whose values all lie in
+{-3, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3} on 4 x 8 (5 x 9 with alignCorners) inputs, where every unnormalized
+position is exact (pixels, pixel edges, the input's edges, and reflections of them): there the result is PyTorch's
+convention (a clip's derivative is 0 on its limits, the sign of a reflection), which ours must share.
 
   grid_sampler2d_parity.py --runner PATH [--seed S] [--cases-per-combination K] [--grid-limit L] [--keep DIR]
 
@@ -36,6 +40,8 @@ TOLERANCE = {"FLOAT": 1e-5, "DOUBLE": 1e-10}
 GRID_LIMIT = 1.3
 # Sample points within this many pixels of a multiple of 0.5 pixel are drawn again (see above).
 EDGE_MARGIN = 1e-3
+# The grid values of the exact "edges" cases (see above).
+EDGE_VALUES = (-3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
 
 
 def unnormalize(coordinate, size, align):
@@ -63,7 +69,8 @@ def random_grid(np, rng, n, out_h, out_w, in_h, in_w, align, limit):
 
 
 def make_cases(np, rng, per_combination):
-    """[(name, dtype, interpolation, padding, align, (N, C, Hin, Win, Hout, Wout))]."""
+    """[(name, dtype, interpolation, padding, align, (N, C, Hin, Win, Hout, Wout), kind)], kind "random",
+    "identity" or "edges" (see the top)."""
     cases = []
     for dtype in ("FLOAT", "DOUBLE"):
         for interpolation in range(3):
@@ -78,8 +85,30 @@ def make_cases(np, rng, per_combination):
                         name = "%s_%s_%s_%s_%d" % (dtype, INTERPOLATIONS[interpolation], PADDINGS[padding],
                                                    "align" if align else "noalign", k)
                         cases.append((name, dtype, interpolation, padding, align,
-                                      (n, c, in_h, in_w, out_h, out_w)))
+                                      (n, c, in_h, in_w, out_h, out_w), "random"))
+                    # The exact grids (see the top): (5, 9) inputs with alignCorners, (4, 8) without.
+                    in_h, in_w = (5, 9) if align else (4, 8)
+                    for kind in ("identity", "edges") if align else ("edges",):
+                        out_h, out_w = (in_h, in_w) if kind == "identity" else (len(EDGE_VALUES), len(EDGE_VALUES))
+                        name = "%s_%s_%s_%s_%s" % (dtype, INTERPOLATIONS[interpolation], PADDINGS[padding],
+                                                   "align" if align else "noalign", kind)
+                        cases.append((name, dtype, interpolation, padding, align, (2, 3, in_h, in_w, out_h, out_w),
+                                      kind))
     return cases
+
+
+def exact_grid(np, kind, n, out_h, out_w, in_h, in_w):
+    """The identity grid (alignCorners) or every pair of EDGE_VALUES: values exact in float32."""
+    if kind == "identity":
+        xs = -1.0 + 2.0 * np.arange(out_w) / (in_w - 1)
+        ys = -1.0 + 2.0 * np.arange(out_h) / (in_h - 1)
+    else:
+        xs = np.array(EDGE_VALUES)
+        ys = np.array(EDGE_VALUES)
+    grid = np.empty((n, out_h, out_w, 2))
+    grid[..., 0] = xs[None, None, :]
+    grid[..., 1] = ys[None, :, None]
+    return grid
 
 
 def main():
@@ -92,13 +121,16 @@ def main():
     with work_directory("grid_sampler2d_parity_", args.keep) as work:
         data = {}
         with open(os.path.join(work, "cases.txt"), "w") as listing:
-            for name, dtype, interpolation, padding, align, shape in cases:
+            for name, dtype, interpolation, padding, align, shape, kind in cases:
                 n, c, in_h, in_w, out_h, out_w = shape
                 np_dtype = np.float32 if dtype == "FLOAT" else np.float64
+                if kind == "random":
+                    grid = random_grid(np, rng, n, out_h, out_w, in_h, in_w, align, args.grid_limit)
+                else:
+                    grid = exact_grid(np, kind, n, out_h, out_w, in_h, in_w)
                 arrays = {
                     "input": rng.uniform(-1.0, 1.0, size=(n, c, in_h, in_w)).astype(np_dtype),
-                    "grid": random_grid(np, rng, n, out_h, out_w, in_h, in_w, align,
-                                         args.grid_limit).astype(np_dtype),
+                    "grid": grid.astype(np_dtype),
                     "grad_output": rng.uniform(-1.0, 1.0, size=(n, c, out_h, out_w)).astype(np_dtype),
                 }
                 for key, array in arrays.items():
@@ -112,7 +144,7 @@ def main():
 
         failures = []
         worst = {}
-        for name, dtype, interpolation, padding, align, shape in cases:
+        for name, dtype, interpolation, padding, align, shape, _ in cases:
             arrays = data[name]
             np_dtype = arrays["input"].dtype
             source = torch.from_numpy(arrays["input"])

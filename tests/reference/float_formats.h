@@ -35,14 +35,18 @@ inline double DecodeBits(uint16_t bits, FloatFormat f) {
   return negative ? -magnitude : magnitude;
 }
 
+// The e with 2^e <= magnitude < 2^(e+1), for a finite magnitude > 0 (exact: frexp only reads the exponent).
+inline int FloorLog2(double magnitude) {
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);  // magnitude = m * 2^exponent, m in [0.5, 1)
+  return exponent - 1;
+}
+
 // The representable value nearest to v (ties to the even significand), +-Inf past the overflow threshold.
 inline double RoundToFormat(double v, FloatFormat f) {
   if (std::isnan(v) || std::isinf(v) || v == 0.0) return v;
   const double magnitude = std::fabs(v);
-  int exponent = static_cast<int>(std::floor(std::log2(magnitude)));
-  // log2 can be off by one near powers of two; fix it so 2^exponent <= magnitude < 2^(exponent+1).
-  if (std::ldexp(1.0, exponent) > magnitude) --exponent;
-  if (std::ldexp(1.0, exponent + 1) <= magnitude) ++exponent;
+  int exponent = FloorLog2(magnitude);
   if (exponent < f.min_exponent) exponent = f.min_exponent;
   const double quantum = std::ldexp(1.0, exponent - f.mantissa_bits);
   const double steps = magnitude / quantum;  // exact: dividing by a power of two
@@ -69,9 +73,7 @@ inline uint16_t EncodeBits(double v, FloatFormat f) {
     const double fraction = magnitude / std::ldexp(1.0, f.min_exponent - f.mantissa_bits);
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(fraction));
   }
-  int exponent = static_cast<int>(std::floor(std::log2(magnitude)));
-  if (std::ldexp(1.0, exponent) > magnitude) --exponent;
-  if (std::ldexp(1.0, exponent + 1) <= magnitude) ++exponent;
+  const int exponent = FloorLog2(magnitude);
   const double fraction = (magnitude / std::ldexp(1.0, exponent) - 1.0) * std::ldexp(1.0, f.mantissa_bits);
   return static_cast<uint16_t>(sign | ((exponent + bias) << f.mantissa_bits) | static_cast<uint16_t>(fraction));
 }
@@ -84,7 +86,7 @@ inline uint16_t DoubleToBFloat16Bits(double v) { return EncodeBits(v, kBFloat16)
 // One unit in the last place of format f at the magnitude of v (the spacing of representable values there).
 inline double UlpOf(double v, FloatFormat f) {
   const double magnitude = std::fabs(v);
-  int exponent = magnitude > 0 ? static_cast<int>(std::floor(std::log2(magnitude))) : f.min_exponent;
+  int exponent = magnitude > 0 && std::isfinite(magnitude) ? FloorLog2(magnitude) : f.min_exponent;
   if (exponent < f.min_exponent) exponent = f.min_exponent;
   return std::ldexp(1.0, exponent - f.mantissa_bits);
 }
