@@ -419,6 +419,9 @@ bool CreateTensorMustAccept(const TensorSpec& spec, std::string* why) {
   bool known_format = false;
   for (int i = 0; i < kKnownFormatCount; ++i) known_format = known_format || kFormatValues[i] == spec.format;
   if (!known_format) return refuse("unknown format");
+  for (size_t d = 0; d < spec.dims.size() && d < spec.strides.size(); ++d) {
+    if (spec.strides[d] < 0) return refuse("negative stride");
+  }
   if (spec.offset < 0) return refuse("negative offset");
   // The element count as the product dim by dim: an intermediate overflow refuses even if a later dim is 0.
   const int64_t view_elements = CheckedBytes(spec.dims, 1);

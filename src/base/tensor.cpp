@@ -3,7 +3,9 @@
 // NOTE: aclCreateTensor is the one place where a view is checked, so everything downstream (ElementAddress, the
 // kernels) may trust that every element of the view lies inside the storage shape. The check computes the lowest
 // and highest element index the view can address, offset + sum over dims of min/max(0, (dim - 1) * stride), with
-// overflow-checked 64-bit arithmetic; an overflow means the view cannot fit and is refused.
+// overflow-checked 64-bit arithmetic; an overflow means the view cannot fit and is refused. Negative strides are
+// refused as CANN documents (its aclCreateTensor: "stride ... cannot be a negative number"), so that a program
+// that would fail on an NPU fails here too; zero strides (broadcast views) are accepted.
 #include "pacl/tensor.h"
 
 #include <cinttypes>
@@ -273,6 +275,13 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     if (viewDims[d] < 0) {
       return RefuseTensor(StrFormat("viewDims[%" PRIu64 "] must not be negative, got %" PRId64 " in %s", d, viewDims[d],
                                     DimsString(viewDims, viewDimsNum).c_str()));
+    }
+  }
+  for (uint64_t d = 0; d < viewDimsNum; ++d) {
+    if (stride[d] < 0) {
+      return RefuseTensor(StrFormat("stride[%" PRIu64 "] must not be negative, got %" PRId64
+                                    " in %s (CANN's aclTensor takes no negative strides)",
+                                    d, stride[d], DimsString(stride, viewDimsNum).c_str()));
     }
   }
   for (uint64_t d = 0; d < storageDimsNum; ++d) {

@@ -273,7 +273,7 @@ TEST_F(CreateTensorTest, RefusesStrideSpanOverflow) {
   a.storage = {8};
   ExpectRefused(a, {"overflow"});
   a.strides = {std::numeric_limits<int64_t>::min()};
-  ExpectRefused(a, {"overflow"});
+  ExpectRefused(a, {"must not be negative"});
   // Each span fits but their sum does not.
   a.view = {2, 2};
   a.strides = {kInt64Max / 2 + 1, kInt64Max / 2 + 1};
@@ -305,26 +305,34 @@ TEST_F(CreateTensorTest, TransposedStrides) {
   ExpectRefused(a, {"addresses storage elements 0 to 6", "outside storageDims [2, 3]"});
 }
 
-TEST_F(CreateTensorTest, NegativeStrides) {
-  TensorArgs a;  // reversed [3] view of storage [3]
+// CANN's aclCreateTensor takes no negative strides ("stride ... cannot be a negative number"): refused with the
+// dim and the value, whatever the view's extent would be.
+TEST_F(CreateTensorTest, NegativeStridesAreRefused) {
+  TensorArgs a;  // what would be a reversed [3] view of storage [3]
   a.view = {3};
   a.strides = {-1};
   a.offset = 2;
   a.storage = {3};
-  ExpectAccepted(a);
-  a.offset = 1;  // would reach index -1
-  ExpectRefused(a, {"addresses storage elements -1 to 1"});
-  a.offset = 3;  // would reach index 3
-  ExpectRefused(a, {"addresses storage elements 1 to 3"});
+  ExpectRefused(a, {"stride[0] must not be negative, got -1 in [-1]", "no negative strides"});
 
   // Mixed signs: rows reversed, columns forward, over a [2, 3] storage.
   a.view = {2, 3};
   a.strides = {-3, 1};
   a.offset = 3;
   a.storage = {2, 3};
-  ExpectAccepted(a);
+  ExpectRefused(a, {"stride[0] must not be negative, got -3 in [-3, 1]"});
+  a.strides = {3, -1};
   a.offset = 2;
-  ExpectRefused(a, {"addresses storage elements -1 to 4"});
+  ExpectRefused(a, {"stride[1] must not be negative, got -1 in [3, -1]"});
+
+  // Even where the dim has one element or none (the stride is never used, but CANN's rule has no exception).
+  a.view = {1, 3};
+  a.strides = {-5, 1};
+  a.offset = 0;
+  a.storage = {3};
+  ExpectRefused(a, {"stride[0] must not be negative, got -5"});
+  a.view = {0, 3};
+  ExpectRefused(a, {"stride[0] must not be negative, got -5"});
 }
 
 TEST_F(CreateTensorTest, ZeroStrides) {
@@ -343,10 +351,10 @@ TEST_F(CreateTensorTest, ZeroStrides) {
   ExpectRefused(a, {"addresses storage elements 5 to 5"});
 }
 
-TEST_F(CreateTensorTest, EmptyViewAcceptsAnyStridesWithOffsetUpToStorageSize) {
+TEST_F(CreateTensorTest, EmptyViewAcceptsAnyNonNegativeStridesWithOffsetUpToStorageSize) {
   TensorArgs a;
   a.view = {0, 3};
-  a.strides = {kInt64Max, -7};
+  a.strides = {kInt64Max, 7};
   a.storage = {6};
   a.offset = 6;
   ExpectAccepted(a);

@@ -140,8 +140,38 @@ const char* LayoutName(Layout layout) {
       return "transposed";
     case Layout::kPadded:
       return "padded";
+    case Layout::kChannelsLast:
+      return "channels_last";
+    case Layout::kBroadcast:
+      return "broadcast";
   }
   return "?";
+}
+
+namespace {
+
+// The dim kBroadcast gives stride 0: the first of size > 1 (-1 when there is none).
+int BroadcastDim(const std::vector<int64_t>& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] > 1) return static_cast<int>(d);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::vector<double> AsStored(const std::vector<double>& values, const std::vector<int64_t>& shape, Layout layout) {
+  const int dim = BroadcastDim(shape);
+  if (layout != Layout::kBroadcast || dim < 0) return values;
+  int64_t inner = 1;  // elements per index of the broadcast dim
+  for (size_t d = static_cast<size_t>(dim) + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t outer_stride = inner * shape[static_cast<size_t>(dim)];
+  std::vector<double> stored(values.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(values.size()); ++i) {
+    const int64_t outer = i / outer_stride;
+    stored[static_cast<size_t>(i)] = values[static_cast<size_t>(outer * outer_stride + i % inner)];
+  }
+  return stored;
 }
 
 size_t ElementBytes(aclDataType dtype) {
@@ -310,6 +340,25 @@ void DeviceTensor::Allocate(std::vector<int64_t> shape, aclDataType dtype, Layou
     for (int d = rank - 2; d >= 0; --d) strides_[d] = strides_[d + 1] * storage_shape[d + 1];
     std::swap(strides_[rank - 1], strides_[rank - 2]);
     storage_elements_ = count;
+  } else if (layout == Layout::kChannelsLast && rank >= 3) {
+    // Storage dims (0, 2, 3, ..., rank - 1, 1), row-major.
+    int64_t stride = 1;
+    strides_[1] = stride;
+    stride *= shape_[1];
+    for (int d = rank - 1; d >= 2; --d) {
+      strides_[static_cast<size_t>(d)] = stride;
+      stride *= shape_[static_cast<size_t>(d)];
+    }
+    strides_[0] = stride;
+    storage_elements_ = count;
+  } else if (layout == Layout::kBroadcast && BroadcastDim(shape_) >= 0) {
+    const int dim = BroadcastDim(shape_);
+    for (int d = rank - 2; d >= 0; --d) {
+      strides_[static_cast<size_t>(d)] =
+          strides_[static_cast<size_t>(d) + 1] * (d + 1 == dim ? 1 : shape_[static_cast<size_t>(d) + 1]);
+    }
+    strides_[static_cast<size_t>(dim)] = 0;
+    storage_elements_ = count / shape_[static_cast<size_t>(dim)];
   } else if (layout == Layout::kPadded) {
     constexpr int64_t kGap = 3;
     offset_ = 5;
@@ -397,6 +446,12 @@ void DeviceTensor::Write(const std::vector<double>& values) {
   if (static_cast<int64_t>(values.size()) != size()) {
     throw std::invalid_argument("op_test_util: Write got " + std::to_string(values.size()) + " values for shape " +
                                 ShapeString(shape_));
+  }
+  auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  const std::vector<double> stored = AsStored(values, shape_, layout_);
+  if (!std::equal(stored.begin(), stored.end(), values.begin(), same)) {
+    throw std::invalid_argument("op_test_util: values for a broadcast tensor of shape " + ShapeString(shape_) +
+                                " must repeat along the broadcast dim (use AsStored)");
   }
   std::vector<uint8_t> bytes = ReadAllocation();
   const size_t element_bytes = ElementBytes(dtype_);

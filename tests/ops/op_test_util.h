@@ -19,13 +19,29 @@ namespace optest {
 
 // How a tensor's elements are placed in its storage. The logical (view) shape is the same for all.
 enum class Layout {
-  kContiguous,  // row-major, offset 0
-  kTransposed,  // the storage holds the last two dims swapped (a transposed view: last-dim stride != 1);
-                // the same as kContiguous for rank < 2
-  kPadded,      // an element offset, and every dim's stride leaves a gap after the block of the dims inside it
+  kContiguous,    // row-major, offset 0
+  kTransposed,    // the storage holds the last two dims swapped (a transposed view: last-dim stride != 1);
+                  // the same as kContiguous for rank < 2
+  kPadded,        // an element offset, and every dim's stride leaves a gap after the block of the dims inside it
+  kChannelsLast,  // the storage holds dim 1 innermost (NCHW viewed from NHWC memory: strides (HWC, 1, WC, C));
+                  // the same as kContiguous for rank < 3
+  kBroadcast,     // the first dim of size > 1 has stride 0: one slice of storage seen repeated along it, what
+                  // torch.expand gives (inputs only; the values must repeat along that dim: see AsStored)
 };
 const char* LayoutName(Layout layout);
-inline constexpr Layout kAllLayouts[] = {Layout::kContiguous, Layout::kTransposed, Layout::kPadded};
+// Layouts any tensor may have (kBroadcast is for inputs only).
+inline constexpr Layout kAllLayouts[] = {Layout::kContiguous, Layout::kTransposed, Layout::kPadded,
+                                         Layout::kChannelsLast};
+// The layouts the operators' layout tests give an input on top of kContiguous.
+inline constexpr Layout kInputLayouts[] = {Layout::kTransposed, Layout::kPadded, Layout::kChannelsLast,
+                                           Layout::kBroadcast};
+// ... and an output.
+inline constexpr Layout kOutputLayouts[] = {Layout::kTransposed, Layout::kPadded, Layout::kChannelsLast};
+
+// values (logical row-major order of shape) as a tensor of this layout holds them: for kBroadcast, slice 0 of the
+// broadcast dim repeated along it; for every other layout, unchanged. Tests build broadcast inputs from these and
+// compute their references on them.
+std::vector<double> AsStored(const std::vector<double>& values, const std::vector<int64_t>& shape, Layout layout);
 
 // Bytes per element of the dtypes the harness handles: FLOAT, FLOAT16, BF16, DOUBLE, BOOL, INT32, INT64.
 size_t ElementBytes(aclDataType dtype);

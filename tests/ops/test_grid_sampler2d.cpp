@@ -453,8 +453,9 @@ TEST_P(GridSamplerSweep, ForwardAndBackwardMatchReference) {
 INSTANTIATE_TEST_SUITE_P(GridSampler2D, GridSamplerSweep, testing::ValuesIn(SweepCases()), SweepName);
 
 // ------------------------------------------------------------------------------------------------------------
-// Layouts: each tensor (and all at once) transposed (last-dim stride != 1) or padded (offset and gaps), inputs and
-// outputs. The modes rotate through all nine combinations across the cases.
+// Layouts: each tensor (and all at once) transposed (last-dim stride != 1), padded (offset and gaps), channels-last
+// (NHWC memory) or, for inputs, broadcast (a zero stride along N: one image or grid for the whole batch), inputs and
+// outputs. The modes rotate through all eighteen combinations across the cases.
 
 enum Operand { kInput = 0, kGrid = 1, kGradOutputOrOut = 2, kInputGrad = 3, kGridGrad = 4, kAllOperands = 5 };
 
@@ -489,7 +490,13 @@ std::vector<LayoutCase> LayoutCases(bool forward) {
   for (aclDataType dtype : kDTypes) {
     for (int operand = 0; operand <= kAllOperands; ++operand) {
       if (forward && (operand == kInputGrad || operand == kGridGrad)) continue;
-      for (Layout layout : {Layout::kTransposed, Layout::kPadded}) {
+      // Outputs (and "all", which includes them) cannot be broadcast: their elements would overlap.
+      const bool output = operand == kInputGrad || operand == kGridGrad || operand == kAllOperands ||
+                          (forward && operand == kGradOutputOrOut);
+      for (Layout layout : output ? std::vector<Layout>(std::begin(optest::kOutputLayouts),
+                                                        std::end(optest::kOutputLayouts))
+                                  : std::vector<Layout>(std::begin(optest::kInputLayouts),
+                                                        std::end(optest::kInputLayouts))) {
         cases.push_back({dtype, operand, layout, modes[next_mode++ % modes.size()]});
       }
     }
@@ -508,8 +515,16 @@ Layout LayoutOf(const LayoutCase& c, int operand) {
 
 const ref::GridSamplerShape kLayoutShape = {2, 19, 5, 6, 4, 7};  // C spans two 16-channel blocks
 
+// The problem with the values a broadcast input holds (repeated along its first dim).
+Problem StoredAs(Problem p, const LayoutCase& c) {
+  p.input = optest::AsStored(p.input, p.InputShape(), LayoutOf(c, kInput));
+  p.grid = optest::AsStored(p.grid, p.GridShape(), LayoutOf(c, kGrid));
+  p.grad_output = optest::AsStored(p.grad_output, p.OutShape(), LayoutOf(c, kGradOutputOrOut));
+  return p;
+}
+
 void CheckForwardLayout(const LayoutCase& c) {
-  const Problem p = MakeProblem(kLayoutShape, c.dtype, c.modes.align_corners, 3000 + c.operand);
+  const Problem p = StoredAs(MakeProblem(kLayoutShape, c.dtype, c.modes.align_corners, 3000 + c.operand), c);
   DeviceProblem d(p, c.dtype, LayoutOf(c, kInput), LayoutOf(c, kGrid));
   DeviceTensor out = DeviceTensor::Output(p.OutShape(), c.dtype, LayoutOf(c, kGradOutputOrOut));
   ASSERT_EQ(RunForward(d.input.get(), d.grid.get(), c.modes, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
@@ -520,7 +535,7 @@ void CheckForwardLayout(const LayoutCase& c) {
 }
 
 void CheckBackwardLayout(const LayoutCase& c) {
-  const Problem p = MakeProblem(kLayoutShape, c.dtype, c.modes.align_corners, 4000 + c.operand);
+  const Problem p = StoredAs(MakeProblem(kLayoutShape, c.dtype, c.modes.align_corners, 4000 + c.operand), c);
   DeviceProblem d(p, c.dtype, LayoutOf(c, kInput), LayoutOf(c, kGrid), LayoutOf(c, kGradOutputOrOut));
   DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), c.dtype, LayoutOf(c, kInputGrad));
   DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), c.dtype, LayoutOf(c, kGridGrad));

@@ -474,7 +474,8 @@ INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaSweep, testing::Valu
 
 // ------------------------------------------------------------------------------------------------------------
 // Layouts: each tensor (and all at once) transposed (last-dim stride != 1; for spatialShape (nl, 2) that is a
-// column-major view) or padded (an offset and gaps after every dim), inputs and outputs. gradOutput's rank and the
+// column-major view), padded (an offset and gaps after every dim), channels-last (dim 1 innermost) or, for value,
+// location, attnWeight and gradOutput, broadcast (a zero stride along the batch), inputs and outputs. gradOutput's rank and the
 // index dtypes rotate across the cases.
 
 const char* OperandName(int operand, bool forward) {
@@ -508,7 +509,13 @@ void CheckLayouts(aclDataType dtype, bool forward) {
   int case_index = 0;
   for (int operand = 0; operand <= kOperandCount; ++operand) {
     if (forward && operand >= kGradValue && operand < kOperandCount) continue;
-    for (Layout layout : {Layout::kTransposed, Layout::kPadded}) {
+    // Outputs (and "all") cannot be broadcast; spatialShape and levelStartIndex are not (one level's size or start
+    // for all would be another problem, not another layout).
+    const bool may_broadcast = operand == kValue || operand == kLocation || operand == kAttn ||
+                               (!forward && operand == kGradOutputOrOut);
+    for (Layout layout : optest::kInputLayouts) {
+      if (layout == Layout::kBroadcast && !may_broadcast) continue;
+      if ((operand == kLevelStart || operand == kSpatialShape) && layout == Layout::kChannelsLast) continue;  // rank < 3
       if (operand == kLevelStart && layout == Layout::kTransposed) continue;  // 1-D: the same as contiguous
       SCOPED_TRACE(std::string(OperandName(operand, forward)) + " " + optest::LayoutName(layout));
       Layouts layouts = AllLayouts(Layout::kContiguous);
@@ -522,7 +529,11 @@ void CheckLayouts(aclDataType dtype, bool forward) {
       setup.grad_rank = case_index % 2 == 0 ? 3 : 4;
       setup.spatial_dtype = (case_index / 2) % 2 == 0 ? ACL_INT64 : ACL_INT32;
       setup.start_dtype = (case_index / 4) % 2 == 0 ? ACL_INT32 : ACL_INT64;
-      const Problem p = MakeProblem(kLayoutSizes, dtype, 3000 + static_cast<uint64_t>(case_index));
+      Problem p = MakeProblem(kLayoutSizes, dtype, 3000 + static_cast<uint64_t>(case_index));
+      p.value = optest::AsStored(p.value, p.ValueShape(), layouts[kValue]);
+      p.location = optest::AsStored(p.location, p.LocationShape(), layouts[kLocation]);
+      p.attn = optest::AsStored(p.attn, p.AttnShape(), layouts[kAttn]);
+      p.grad_output = optest::AsStored(p.grad_output, p.GradOutputShape(setup.grad_rank), layouts[kGradOutputOrOut]);
       if (forward) {
         CheckForward(p, setup, layouts);
       } else {

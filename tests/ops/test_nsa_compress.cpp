@@ -395,8 +395,9 @@ std::string SweepParamName(const testing::TestParamInfo<SweepCase>& param_info) 
 INSTANTIATE_TEST_SUITE_P(NsaCompress, NsaCompressSweep, testing::ValuesIn(SweepCases()), SweepParamName);
 
 // ------------------------------------------------------------------------------------------------------------
-// Layouts: each tensor (and all at once) transposed (input stored as (T, D, N), weight column-major, ...) or padded
-// (an offset and gaps after every dim), inputs and outputs.
+// Layouts: each tensor (and all at once) transposed (input stored as (T, D, N), weight column-major, ...), padded
+// (an offset and gaps after every dim), channels-last (input stored as (T, D, N) too, by the other rule) or, for
+// inputs, broadcast (a zero stride along dim 0: every token, block position or block the same), inputs and outputs.
 
 // The operand's parameter name; "all" for kOperandCount.
 const char* OperandName(int operand, bool forward) {
@@ -410,7 +411,11 @@ void CheckLayouts(aclDataType dtype, bool forward) {
   uint64_t seed = 3000 + static_cast<uint64_t>(dtype) * 100;
   for (int operand = 0; operand <= kOperandCount; ++operand) {
     if (forward && (operand == kInputGrad || operand == kWeightGrad)) continue;
-    for (Layout layout : {Layout::kTransposed, Layout::kPadded}) {
+    // Outputs (and "all") cannot be broadcast: their elements would overlap.
+    const bool may_broadcast = operand == kInput || operand == kWeight || (!forward && operand == kOutputOrOutputGrad);
+    for (Layout layout : optest::kInputLayouts) {
+      if (layout == Layout::kBroadcast && !may_broadcast) continue;
+      if (layout == Layout::kChannelsLast && operand == kWeight) continue;  // rank 2: the same as contiguous
       SCOPED_TRACE(std::string(OperandName(operand, forward)) + " " + optest::LayoutName(layout));
       Layouts layouts = AllLayouts(Layout::kContiguous);
       if (operand == kOperandCount) {
@@ -419,7 +424,10 @@ void CheckLayouts(aclDataType dtype, bool forward) {
         layouts[static_cast<size_t>(operand)] = layout;
       }
       ++seed;
-      const Problem p = MakeRandomProblem(kLayoutGeometry, 7, seed % 2 == 0, dtype, seed);
+      Problem p = MakeRandomProblem(kLayoutGeometry, 7, seed % 2 == 0, dtype, seed);
+      p.input = optest::AsStored(p.input, p.InputShape(), layouts[kInput]);
+      p.weight = optest::AsStored(p.weight, p.WeightShape(), layouts[kWeight]);
+      p.output_grad = optest::AsStored(p.output_grad, p.OutputShape(), layouts[kOutputOrOutputGrad]);
       CallConfig setup;
       setup.dtype = dtype;
       if (forward) {

@@ -347,7 +347,8 @@ TEST_P(ForwardSweep, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(ScaledMaskedSoftmax, ForwardSweep, testing::ValuesIn(SweepCases()), SweepName);
 
 // ------------------------------------------------------------------------------------------------------------
-// Layouts: one operand (or all of them) transposed or padded, every dtype, rows with and without a vector tail.
+// Layouts: one operand (or all of them) transposed, padded, channels-last or (inputs) broadcast with a zero stride,
+// every dtype, rows with and without a vector tail.
 
 enum Operand { kGradOrX = 0, kY = 1, kMask = 2, kOut = 3, kAllOperands = 4 };
 const char* OperandName(int operand, bool forward) {
@@ -383,7 +384,13 @@ std::vector<LayoutCase> LayoutCases(bool forward) {
     for (int64_t S2 : {7, 64, 1000}) {
       for (int operand = 0; operand <= kAllOperands; ++operand) {
         if (forward && operand == kOut) continue;  // the forward's output is y
-        for (Layout layout : {Layout::kTransposed, Layout::kPadded}) cases.push_back({dtype, S2, operand, layout});
+        // An output (and "all", which includes one) cannot be broadcast: its elements would overlap.
+        const bool has_output = operand == kOut || operand == kAllOperands || (forward && operand == kY);
+        if (has_output) {
+          for (Layout layout : optest::kOutputLayouts) cases.push_back({dtype, S2, operand, layout});
+        } else {
+          for (Layout layout : optest::kInputLayouts) cases.push_back({dtype, S2, operand, layout});
+        }
       }
     }
   }
@@ -400,7 +407,10 @@ TEST_P(BackwardLayouts, MatchesReference) {
   const LayoutCase c = GetParam();
   const Dims d = MakeDims(2, 3, 5, c.S2, MaskForm::kPerBatch);
   const double scale = -1.5;
-  const BackwardData data = MakeBackwardData(d, c.dtype, scale, 3000 + static_cast<uint64_t>(c.S2));
+  BackwardData data = MakeBackwardData(d, c.dtype, scale, 3000 + static_cast<uint64_t>(c.S2));
+  data.dy = optest::AsStored(data.dy, d.Shape(), LayoutOf(c, kGradOrX));
+  data.y = optest::AsStored(data.y, d.Shape(), LayoutOf(c, kY));
+  data.mask = optest::AsStored(data.mask, d.MaskShape(), LayoutOf(c, kMask));
   DeviceTensor dy(d.Shape(), c.dtype, LayoutOf(c, kGradOrX), data.dy);
   DeviceTensor y(d.Shape(), c.dtype, LayoutOf(c, kY), data.y);
   DeviceTensor mask(d.MaskShape(), ACL_BOOL, LayoutOf(c, kMask), data.mask);
@@ -427,8 +437,9 @@ TEST_P(ForwardLayouts, MatchesReference) {
   const Dims d = MakeDims(2, 3, 5, c.S2, MaskForm::kPerHead);
   const double scale = 0.5;
   std::mt19937_64 rng(4000 + static_cast<uint64_t>(c.S2));
-  const std::vector<double> mask_values = RandomMask(rng, d);
-  const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -6.0, 6.0, c.dtype);
+  const std::vector<double> mask_values = optest::AsStored(RandomMask(rng, d), d.MaskShape(), LayoutOf(c, kMask));
+  const std::vector<double> x_values = optest::AsStored(
+      optest::RandomValues(rng, optest::NumElements(d.Shape()), -6.0, 6.0, c.dtype), d.Shape(), LayoutOf(c, kGradOrX));
   DeviceTensor x(d.Shape(), c.dtype, LayoutOf(c, kGradOrX), x_values);
   DeviceTensor mask(d.MaskShape(), ACL_BOOL, LayoutOf(c, kMask), mask_values);
   DeviceTensor y = DeviceTensor::Output(d.Shape(), c.dtype, LayoutOf(c, kY));

@@ -14,8 +14,9 @@ namespace pacl {
 inline constexpr int kMaxRank = 8;
 
 // A view over storage: element (i0, ..., ik) lives at element index offset + sum(i_d * strides[d]) of the storage
-// that begins at data. Strides and offset are in elements and may be zero or negative; aclCreateTensor has checked
-// that every element of the view lies inside the storage shape. Trivially copyable, so an executor can keep a copy
+// that begins at data. Strides and offset are in elements; aclCreateTensor has checked that they are not negative
+// and that every element of the view lies inside the storage shape (internal code built on TensorDesc, such as the
+// broadcast and overlap helpers, still handles negative strides correctly). Trivially copyable, so an executor can keep a copy
 // after the caller destroys its aclTensor.
 struct TensorDesc {
   aclDataType dtype = ACL_DT_UNDEFINED;
