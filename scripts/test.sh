@@ -10,4 +10,8 @@ pacl_ensure_packages cmake ninja-build g++ pkg-config libhwy-dev libgtest-dev li
 build="${root}/build"
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_WARNINGS_AS_ERRORS=ON
 cmake --build "${build}"
-ctest --test-dir "${build}" --output-on-failure -j "$(nproc)"
+status=0
+ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" --output-junit "${build}/ctest-junit.xml" || status=$?
+# Which tests were skipped, and why (ctest's summary names them only).
+if command -v python3 > /dev/null; then python3 "${root}/scripts/ctest_skips.py" "${build}/ctest-junit.xml" "${build}"; fi
+exit "${status}"
