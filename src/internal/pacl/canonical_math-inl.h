@@ -86,6 +86,48 @@ HWY_INLINE float SumOf16Lanes(const float* partial) {
 #endif
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// SumOf16Lanes of the 16 partials held in registers as 16 / Lanes(d) vectors (acc0 lanes [0, L), acc1 [L, 2L), ...),
+// by the same tree without a round trip through memory: on 16 lanes the halves of acc0, on 8 lanes acc0 + acc1,
+// on 4 lanes (acc0 + acc2) and (acc1 + acc3), give level (l, l + 8); then halves again down to 128 bits.
+template <class V>
+HWY_INLINE float SumOf4LanesOf128(V s4) {  // lanes (l, l + 2), then (0, 1)
+  const V s2 = hn::Add(s4, hn::Shuffle1032(s4));
+  return hn::GetLane(hn::Add(s2, hn::Shuffle2301(s2)));
+}
+
+template <class V>
+HWY_INLINE float SumOfAccumulators(DSum d, V acc0, V acc1, V acc2, V acc3) {
+#if HWY_HAVE_SCALABLE
+  // The lane count is known at run time only: through memory.
+  const size_t lanes = hn::Lanes(d);
+  HWY_ALIGN float partial[kSumLanes];
+  hn::Store(acc0, d, partial);
+  if (lanes <= 8) hn::Store(acc1, d, partial + lanes);
+  if (lanes == 4) {
+    hn::Store(acc2, d, partial + 2 * lanes);
+    hn::Store(acc3, d, partial + 3 * lanes);
+  }
+  return SumOf16Lanes(partial);
+#else
+  (void)d;
+  constexpr size_t kLanes = hn::MaxLanes(DSum());
+  if constexpr (kLanes == 16) {
+    const hn::Half<DSum> d8;
+    const hn::Half<decltype(d8)> d4;
+    const auto s8 = hn::Add(hn::LowerHalf(d8, acc0), hn::UpperHalf(d8, acc0));
+    return SumOf4LanesOf128(hn::Add(hn::LowerHalf(d4, s8), hn::UpperHalf(d4, s8)));
+  } else if constexpr (kLanes == 8) {
+    const hn::Half<DSum> d4;
+    const auto s8 = hn::Add(acc0, acc1);
+    return SumOf4LanesOf128(hn::Add(hn::LowerHalf(d4, s8), hn::UpperHalf(d4, s8)));
+  } else {
+    return SumOf4LanesOf128(hn::Add(hn::Add(acc0, acc2), hn::Add(acc1, acc3)));
+  }
+#endif
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 // Sums n terms in the canonical order (see the NOTE): partial k accumulates the terms i = k, k + 16, k + 32, ... in
 // ascending order, starting from +0, and the 16 partials are added by SumOf16Lanes.
 // step(d, acc, first, count) returns acc with the terms first .. first + count - 1 accumulated into its lanes
@@ -95,11 +137,12 @@ HWY_INLINE float SumOf16Lanes(const float* partial) {
 template <class Step>
 HWY_INLINE float CanonicalSum(size_t n, Step&& step) {
   const DSum d;
-  HWY_ALIGN float partial[kSumLanes] = {};
 #if HWY_TARGET == HWY_SCALAR
+  float partial[kSumLanes] = {};
   for (size_t i = 0; i < n; ++i) {
     partial[i % kSumLanes] = hn::GetLane(step(d, hn::Set(d, partial[i % kSumLanes]), i, size_t{1}));
   }
+  return SumOf16Lanes(partial);
 #else
   const size_t lanes = hn::Lanes(d);  // 4, 8 or 16: lanes * vectors == kSumLanes
   const size_t vectors = kSumLanes / lanes;
@@ -129,14 +172,8 @@ HWY_INLINE float CanonicalSum(size_t n, Step&& step) {
     acc2 = tail_step(acc2, i + 2 * lanes);
     acc3 = tail_step(acc3, i + 3 * lanes);
   }
-  hn::Store(acc0, d, partial);
-  if (vectors >= 2) hn::Store(acc1, d, partial + lanes);
-  if (vectors == 4) {
-    hn::Store(acc2, d, partial + 2 * lanes);
-    hn::Store(acc3, d, partial + 3 * lanes);
-  }
+  return SumOfAccumulators(d, acc0, acc1, acc2, acc3);
 #endif
-  return SumOf16Lanes(partial);
 }
 
 // Four canonical sums in one walk, for steps that share work between them (four dot products with one vector load
@@ -162,14 +199,11 @@ HWY_INLINE void CanonicalSums4(size_t n, Step&& step, float* sums) {
     const size_t first_count = rest < lanes ? rest : lanes;
     if (first_count > 0) step(d, i, first_count, a0, b0, c0, e0);
     if (lanes == 8 && rest > lanes) step(d, i + 8, rest - lanes, a1, b1, c1, e1);
-    HWY_ALIGN float partial[kSumLanes];
-    const V* firsts[4] = {&a0, &b0, &c0, &e0};
-    const V* seconds[4] = {&a1, &b1, &c1, &e1};
-    for (int j = 0; j < 4; ++j) {
-      hn::Store(*firsts[j], d, partial);
-      if (lanes == 8) hn::Store(*seconds[j], d, partial + 8);
-      sums[j] = SumOf16Lanes(partial);
-    }
+    // (On 16 lanes the second vectors are unused: SumOfAccumulators reads acc0 only.)
+    sums[0] = SumOfAccumulators(d, a0, a1, a0, a1);
+    sums[1] = SumOfAccumulators(d, b0, b1, b0, b1);
+    sums[2] = SumOfAccumulators(d, c0, c1, c0, c1);
+    sums[3] = SumOfAccumulators(d, e0, e1, e0, e1);
     return;
   }
 #endif
