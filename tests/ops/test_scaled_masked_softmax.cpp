@@ -167,7 +167,7 @@ double BackwardFp32Bound(double scale, double y, double dy, double s, double sum
 
 // Error bound of the kernel's fp32 forward for one element, before the output's final rounding. With V the largest
 // |x*scale| over the row's unmasked elements: each logit carries <= 2uV (scale_f and the product), so does the max,
-// and v - m adds u|v - m| <= 2uV: 6uV in the exponent, i.e. a relative error 6uV in exp (Highway's Exp adds <= 1 ulp
+// and v - m adds u|v - m| <= 2uV: 6uV in the exponent, i.e. a relative error 6uV in exp (pacl's Exp adds <= 1 ulp
 // = 2u). The sum of S2 exponentials adds S2*u relative, the division u. Relative error of y:
 // 2 * (6V + 2) u + S2 u + u <= u * (12V + S2 + 8). Masked logits (-10000) are exact and give exp() = 0 both here
 // and in the reference for the logit ranges the tests use; a fully masked row is exact (1/S2 rounded once).

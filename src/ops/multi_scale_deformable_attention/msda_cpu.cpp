@@ -42,7 +42,8 @@
 // gradLocation of a point combine its 4 dots. Every sum has one order whatever the thread count, schedule or
 // instruction set, and every multiply-add is fused on every target (the pixel position loc * W - 0.5 too, on the
 // vector and the scalar path): results are bit-identical run to run, for any number of threads and on every SIMD
-// target. Backward parallelism is bs * nh tasks.
+// target. Backward parallelism is bs * nh tasks. Cost, measured on AVX2 against per-target chains and reductions:
+// forward 0.96-1.04x, backward 0.99-1.06x (docs/ops/multi_scale_deformable_attention.md).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

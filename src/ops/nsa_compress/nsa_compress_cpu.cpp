@@ -31,7 +31,9 @@
 // same bits. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, channels in the
 // canonical order of pacl/canonical_math-inl.h - 16 partial sums and a fixed tree, whatever the vector width -
 // chunks ascending), never by the thread count, and every multiply-add is fused on every target: results are
-// bit-identical run to run, for any number of threads and on every SIMD target.
+// bit-identical run to run, for any number of threads and on every SIMD target. Cost, measured on AVX2 against
+// per-target lane reductions: backward 1.05-1.10x in FLOAT16 and 1.01-1.04x in BFLOAT16 at N 4, D 128 (pass 1's
+// dot products; AddDots shares each load of a among four rows to keep it there), forward unchanged.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -36,7 +36,9 @@
 // whatever the vector width; the max needs no order. exp is pacl's own (Highway's evaluates its polynomial with
 // fused or unfused multiply-adds depending on the target). So results are bit-identical run to run, for any number
 // of threads and on every SIMD target (AVX-512, AVX2, SSE4, the scalar baseline). There is no cross-row reduction,
-// so no workspace is needed.
+// so no workspace is needed. Cost, measured on AVX2 against per-target reductions and Highway's Exp: the backward
+// 0.98-1.08x (within noise), the forward 0.75-0.83x (faster: pacl's Exp sets lanes below -104, masked logits and
+// padding, to 0 instead of computing them through subnormal multiplies, which take a slow microcode path).
 //
 // Aliasing. An output that is the very same view as an input (in-place) is supported: each element is read
 // before it is written, within one row. Outputs that partially overlap an input are not supported (the result is
@@ -257,8 +259,8 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
 
   // Pass 1: logits and their max. The padding lanes of the last vector get -inf, so exp() makes them 0 below.
-  // NaN logits are tracked apart: Max and Exp do not propagate NaN (x86 max returns an operand, Highway's Exp
-  // gives 0), and a softmax over a row holding NaN is NaN everywhere.
+  // NaN logits are tracked apart: Max and Exp do not propagate NaN (x86 max returns an operand, pacl's Exp gives
+  // an unspecified value), and a softmax over a row holding NaN is NaN everywhere.
   VF vmax = neg_inf;
   VF nan_lanes = hn::Zero(d);
   size_t i = 0;
