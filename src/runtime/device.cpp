@@ -3,6 +3,7 @@
 
 #include "acl/acl.h"
 #include "pacl/error.h"
+#include "cpu/block_cache.h"
 #include "runtime_state.h"
 
 using pacl::rt::CheckDeviceId;
@@ -63,6 +64,7 @@ aclError aclrtResetDevice(int32_t deviceId) {
   }
   // Synchronise: queued work runs before the workers stop. Failures die with the context.
   pacl::rt::DrainAndStop(streams);
+  pacl::rt::cpu::DeviceBlockCache().ReleaseIdle();  // the cached memory goes back to the system
   return ACL_SUCCESS;
 }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "acl/acl.h"
+#include "cpu/block_cache.h"
 #include "runtime_state.h"
 
 using pacl::rt::Fail;
@@ -77,6 +78,7 @@ aclError aclFinalize(void) {
     streams = pacl::rt::DestroyAllContextsLocked(state);
   }
   pacl::rt::DrainAndStop(streams);
+  pacl::rt::cpu::DeviceBlockCache().ReleaseIdle();  // the cached memory goes back to the system
   return ACL_SUCCESS;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime_state.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -174,6 +176,29 @@ void WaitForAllStreams() {
   for (size_t i = 0; i < streams.size(); ++i) {
     if (!streams[i]->IsWorkerThread()) streams[i]->WaitUntilCompleted(counts[i]);
   }
+}
+
+size_t MachineMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return SIZE_MAX / 2;
+  const unsigned long long bytes = static_cast<unsigned long long>(pages) * static_cast<unsigned long long>(page_size);
+  return bytes > SIZE_MAX / 2 ? SIZE_MAX / 2 : static_cast<size_t>(bytes);
+}
+
+StreamFence PendingWorkFence() {
+  RuntimeState& state = State();
+  std::vector<std::shared_ptr<Stream>> streams;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    streams = AllStreamsLocked(state);
+  }
+  StreamFence fence;
+  for (const auto& stream : streams) {
+    const uint64_t enqueued = stream->EnqueuedCount();
+    if (stream->CompletedCount() < enqueued) fence.push_back(StreamPosition{stream, enqueued});
+  }
+  return fence;
 }
 
 aclError Fail(aclError code, const char* function, const char* format, ...) {

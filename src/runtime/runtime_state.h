@@ -20,6 +20,7 @@
 
 #include "acl/acl_base.h"
 #include "acl/acl_rt.h"
+#include "event.h"
 #include "stream.h"
 
 namespace pacl::rt {
@@ -62,6 +63,7 @@ struct RuntimeState {
   Context* default_context = nullptr;
   int default_context_refs = 0;
   std::unordered_map<const void*, std::shared_ptr<Stream>> streams;  // by handle, default streams included
+  std::unordered_map<const void*, std::shared_ptr<Event>> events;    // by handle
   OptionSet process_options;
   AllocationRegistry device_memory;
   AllocationRegistry host_memory;
@@ -92,6 +94,10 @@ std::shared_ptr<Stream> FindUserStreamLocked(RuntimeState& state, const void* ha
 std::shared_ptr<Stream> DefaultStreamLocked(RuntimeState& state, Context* context, std::string* error);
 std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context, bool is_default,
                                            std::string* error);
+// Enqueues task on stream (nullptr: the current context's default stream) like EnqueueTask, with failures
+// recorded under function's name; *used (if not null) receives the stream.
+aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used);
+
 // Every live stream, oldest first.
 std::vector<std::shared_ptr<Stream>> AllStreamsLocked(RuntimeState& state);
 
@@ -100,6 +106,11 @@ void DrainAndStop(const std::vector<std::shared_ptr<Stream>>& streams);
 // Waits (without the mutex) until every task enqueued on any stream before the call has finished. Failures stay
 // on their streams for the next synchronisation. A task calling this skips its own stream.
 void WaitForAllStreams();
+// The streams that have unfinished work now, with their enqueued counts (empty when every stream is idle).
+StreamFence PendingWorkFence();
+
+// The "device memory" of the CPU: the machine's physical RAM (SIZE_MAX / 2 if unknown).
+size_t MachineMemoryBytes();
 
 // Records "<function>: <formatted>" on the calling thread and returns code.
 aclError Fail(aclError code, const char* function, const char* format, ...) __attribute__((format(printf, 3, 4)));

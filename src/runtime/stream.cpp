@@ -45,6 +45,11 @@ uint64_t Stream::EnqueuedCount() {
   return enqueued_;
 }
 
+uint64_t Stream::CompletedCount() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_;
+}
+
 void Stream::WaitUntilCompleted(uint64_t count) {
   std::unique_lock<std::mutex> lock(mutex_);
   work_completed_.wait(lock, [&] { return completed_ >= count; });
@@ -124,6 +129,28 @@ void Stream::RunOne(Task& task) {
     failure_.code = code;
     failure_.message = std::move(message);
   }
+}
+
+bool FencePassed(const StreamFence& fence) {
+  for (const StreamPosition& position : fence) {
+    std::shared_ptr<Stream> stream = position.stream.lock();
+    if (stream != nullptr && stream->CompletedCount() < position.enqueued) return false;
+  }
+  return true;
+}
+
+bool WaitForFence(const StreamFence& fence) {
+  bool waited_for_all = true;
+  for (const StreamPosition& position : fence) {
+    std::shared_ptr<Stream> stream = position.stream.lock();
+    if (stream == nullptr) continue;
+    if (stream->IsWorkerThread()) {
+      waited_for_all = waited_for_all && stream->CompletedCount() >= position.enqueued;
+      continue;
+    }
+    stream->WaitUntilCompleted(position.enqueued);
+  }
+  return waited_for_all;
 }
 
 }  // namespace pacl::rt

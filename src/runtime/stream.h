@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "pacl/runtime.h"
 
@@ -39,6 +40,8 @@ class Stream {
   bool Enqueue(Task task);
   // The number of tasks enqueued so far: WaitUntilCompleted(EnqueuedCount()) waits for all of them.
   uint64_t EnqueuedCount();
+  // The number of tasks that have finished (run, or discarded at process exit).
+  uint64_t CompletedCount();
   void WaitUntilCompleted(uint64_t count);
   // Returns and clears the first failure since the last call.
   StreamFailure TakeFailure();
@@ -71,6 +74,20 @@ class Stream {
   std::thread worker_;
   std::thread::id worker_id_;
 };
+
+// A point in the work of every stream: the tasks each had enqueued at some moment. Memory released at that moment
+// may still be used by those tasks, so it is not reused (or unmapped) before the fence has passed.
+struct StreamPosition {
+  std::weak_ptr<Stream> stream;  // expired once the stream is destroyed, which first runs its queue
+  uint64_t enqueued = 0;
+};
+using StreamFence = std::vector<StreamPosition>;
+
+// Whether every task covered by fence has finished (never blocks).
+bool FencePassed(const StreamFence& fence);
+// Waits until fence has passed, except on a stream whose worker is the calling thread (it would wait for itself);
+// returns false when it skipped such a stream.
+bool WaitForFence(const StreamFence& fence);
 
 }  // namespace pacl::rt
 

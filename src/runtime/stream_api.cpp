@@ -90,29 +90,33 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 namespace pacl::rt {
 
 aclError EnqueueTask(aclrtStream stream, Task task) {
-  static const char* const kFunction = "pacl::rt::EnqueueTask";
-  if (!task) return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "task must not be empty");
+  return EnqueueTaskFor("pacl::rt::EnqueueTask", stream, std::move(task), nullptr);
+}
+
+aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used) {
+  if (!task) return Fail(ACL_ERROR_INVALID_PARAM, function, "task must not be empty");
   RuntimeState& state = State();
   std::shared_ptr<Stream> found;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
     if (state.shut_down) {
-      return Fail(ACL_ERROR_RT_INTERNAL_ERROR, kFunction, "the runtime has shut down (process exit)");
+      return Fail(ACL_ERROR_RT_INTERNAL_ERROR, function, "the runtime has shut down (process exit)");
     }
     if (stream == nullptr) {
       Context* context = CurrentContextLocked(state);
-      if (context == nullptr) return FailNoContext(kFunction);
+      if (context == nullptr) return FailNoContext(function);
       std::string error;
       found = DefaultStreamLocked(state, context, &error);
-      if (found == nullptr) return Fail(ACL_ERROR_RT_INTERNAL_ERROR, kFunction, "%s", error.c_str());
+      if (found == nullptr) return Fail(ACL_ERROR_RT_INTERNAL_ERROR, function, "%s", error.c_str());
     } else {
       found = FindUserStreamLocked(state, stream);
-      if (found == nullptr) return FailUnknownStream(kFunction, stream);
+      if (found == nullptr) return FailUnknownStream(function, stream);
     }
   }
   if (!found->Enqueue(std::move(task))) {
-    return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "stream %p is being destroyed", found->handle());
+    return Fail(ACL_ERROR_INVALID_PARAM, function, "stream %p is being destroyed", found->handle());
   }
+  if (used != nullptr) *used = std::move(found);
   return ACL_SUCCESS;
 }
 

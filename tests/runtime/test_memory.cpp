@@ -271,31 +271,155 @@ TEST_F(MemoryTest, MemcpyDoesNotConsumeStreamFailures) {
   EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
-// aclrtFree waits for queued work that still uses the memory (ASan would flag a use after free otherwise).
-TEST_F(MemoryTest, FreeWaitsForQueuedTasks) {
+// aclrtFreeHost waits for queued work that still uses the memory (ASan would flag a use after free otherwise).
+TEST_F(MemoryTest, FreeHostWaitsForQueuedTasks) {
   aclrtStream stream = nullptr;
   ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
   auto finished = std::make_shared<std::atomic<bool>>(false);
-  for (bool host : {false, true}) {
-    void* memory = nullptr;
-    if (host) {
-      ASSERT_EQ(aclrtMallocHost(&memory, 4096), ACL_SUCCESS);
-    } else {
-      ASSERT_EQ(aclrtMalloc(&memory, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    }
-    *finished = false;
-    ASSERT_EQ(EnqueueTask(stream, [memory, finished] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                std::memset(memory, 0x42, 4096);
-                *finished = true;
-                return ACL_SUCCESS;
-              }),
-              ACL_SUCCESS);
-    EXPECT_EQ(host ? aclrtFreeHost(memory) : aclrtFree(memory), ACL_SUCCESS);
-    EXPECT_TRUE(finished->load());
-  }
+  void* memory = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&memory, 4096), ACL_SUCCESS);
+  ASSERT_EQ(EnqueueTask(stream, [memory, finished] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(10));
+              std::memset(memory, 0x42, 4096);
+              *finished = true;
+              return ACL_SUCCESS;
+            }),
+            ACL_SUCCESS);
+  EXPECT_EQ(aclrtFreeHost(memory), ACL_SUCCESS);
+  EXPECT_TRUE(finished->load());
   EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
+
+// aclrtFree returns at once (CANN does not synchronise there), but a block that queued work may still use is not
+// handed out again, nor unmapped, until that work has finished: the task below writes into it after the free.
+TEST_F(MemoryTest, FreeReturnsAtOnceAndTheBlockWaitsForQueuedTasks) {
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS);
+  constexpr size_t kBytes = size_t{3} << 20;
+  void* memory = nullptr;
+  ASSERT_EQ(aclrtMalloc(&memory, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  auto gate = std::make_shared<pacl_test::Gate>();
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  ASSERT_EQ(EnqueueTask(stream, [memory, gate, finished] {
+              if (!gate->Wait()) return ACL_ERROR_INTERNAL_ERROR;
+              std::memset(memory, 0x42, kBytes);
+              *finished = true;
+              return ACL_SUCCESS;
+            }),
+            ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(memory), ACL_SUCCESS);  // the task is still blocked on the gate
+  EXPECT_FALSE(finished->load());
+  void* other = nullptr;
+  ASSERT_EQ(aclrtMalloc(&other, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_NE(other, memory);  // the freed block is still in use by the queued task
+  std::memset(other, 0x17, kBytes);
+  gate->Open();
+  ASSERT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+  EXPECT_TRUE(finished->load());
+  EXPECT_EQ(static_cast<unsigned char*>(other)[kBytes - 1], 0x17);  // the task wrote only its own block
+  void* again = nullptr;
+  ASSERT_EQ(aclrtMalloc(&again, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_EQ(again, memory);  // its work done, the block is reused
+  EXPECT_EQ(aclrtFree(again), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(other), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+// A freed block stays mapped and serves the next request of its size class: no new mapping, the same address.
+TEST_F(MemoryTest, FreedBlocksAreReused) {
+  for (aclrtMemMallocPolicy policy : {ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEM_MALLOC_NORMAL_ONLY}) {
+    for (size_t bytes : {size_t{100}, size_t{5000}, size_t{1} << 20, (size_t{64} << 20) + 12345}) {
+      void* first = nullptr;
+      ASSERT_EQ(aclrtMalloc(&first, bytes, policy), ACL_SUCCESS);
+      std::memset(first, 0x33, bytes);
+      ASSERT_EQ(aclrtFree(first), ACL_SUCCESS);
+      const pacl::rt::MemoryCacheStats before = pacl::rt::DeviceMemoryCacheStats();
+      EXPECT_GE(before.idle_bytes, bytes);
+      void* second = nullptr;
+      ASSERT_EQ(aclrtMalloc(&second, bytes - 1, policy), ACL_SUCCESS);  // the same class
+      const pacl::rt::MemoryCacheStats after = pacl::rt::DeviceMemoryCacheStats();
+      EXPECT_EQ(second, first) << bytes;
+      EXPECT_EQ(after.mapped, before.mapped) << bytes;
+      EXPECT_EQ(after.reused, before.reused + 1) << bytes;
+      std::memset(second, 0x44, bytes - 1);  // the whole request is usable (ASan unpoisons exactly that)
+      ASSERT_EQ(aclrtFree(second), ACL_SUCCESS);
+    }
+  }
+}
+
+// Size classes: never below the request, whole pages, at most 25% above the request beyond 16 KiB, and whole 2 MiB
+// pages from 8 MiB on.
+TEST_F(MemoryTest, SizeClassesBoundTheWaste) {
+  EXPECT_EQ(pacl::rt::DeviceMemoryClassBytes(1), 4096u);
+  EXPECT_EQ(pacl::rt::DeviceMemoryClassBytes(4097), 8192u);
+  EXPECT_EQ(pacl::rt::DeviceMemoryClassBytes(size_t{64} << 20), size_t{64} << 20);
+  EXPECT_EQ(pacl::rt::DeviceMemoryClassBytes((size_t{64} << 20) + 1), size_t{80} << 20);
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const size_t size = 1 + rng() % (size_t{1} << (1 + i % 36));
+    const size_t bytes = pacl::rt::DeviceMemoryClassBytes(size);
+    ASSERT_GE(bytes, size);
+    ASSERT_EQ(bytes % 4096, 0u) << size;
+    if (size > 16384) {
+      ASSERT_LE(bytes, size + size / 4) << size;
+    }
+    if (size >= (size_t{8} << 20)) {
+      ASSERT_EQ(bytes % (size_t{2} << 20), 0u) << size;
+    }
+  }
+}
+
+// Huge-page blocks are 2 MiB-aligned (transparent huge pages back only aligned 2 MiB ranges).
+TEST_F(MemoryTest, HugePageBlocksAreAligned) {
+  std::vector<void*> blocks;
+  for (size_t megabytes : {2, 3, 8, 33}) {
+    void* p = nullptr;
+    ASSERT_EQ(aclrtMalloc(&p, megabytes << 20, ACL_MEM_MALLOC_HUGE_ONLY), ACL_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t{2} << 20), 0u) << megabytes;
+    blocks.push_back(p);
+  }
+  for (void* p : blocks) EXPECT_EQ(aclrtFree(p), ACL_SUCCESS);
+}
+
+// aclrtResetDevice gives the cached blocks back to the system; live allocations stay usable.
+TEST_F(MemoryTest, ResetDeviceReleasesCachedBlocks) {
+  void* kept = nullptr;
+  ASSERT_EQ(aclrtMalloc(&kept, 1000, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  void* freed = nullptr;
+  ASSERT_EQ(aclrtMalloc(&freed, size_t{4} << 20, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtFree(freed), ACL_SUCCESS);
+  EXPECT_GE(pacl::rt::DeviceMemoryCacheStats().idle_bytes, size_t{4} << 20);
+  ASSERT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+  const pacl::rt::MemoryCacheStats stats = pacl::rt::DeviceMemoryCacheStats();
+  EXPECT_EQ(stats.idle_bytes, 0u);
+  EXPECT_EQ(stats.idle_blocks, 0u);
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  std::memset(kept, 0x11, 1000);
+  EXPECT_EQ(aclrtFree(kept), ACL_SUCCESS);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// Under AddressSanitizer a cached block is poisoned while idle, and so is the tail of a live block past the request:
+// a use after aclrtFree, or an overrun inside the size class, is reported as for malloc'd memory.
+TEST(MemoryDeathTest, CachedBlocksArePoisonedUnderAddressSanitizer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto use_after_free = [] {
+    aclrtSetDevice(0);
+    void* p = nullptr;
+    aclrtMalloc(&p, 100, ACL_MEM_MALLOC_HUGE_FIRST);
+    aclrtFree(p);
+    static_cast<volatile char*>(p)[0] = 1;
+  };
+  EXPECT_DEATH(use_after_free(), "use-after-poison");
+  auto overrun = [] {
+    aclrtSetDevice(0);
+    void* p = nullptr;
+    aclrtMalloc(&p, 100, ACL_MEM_MALLOC_HUGE_FIRST);
+    static_cast<volatile char*>(p)[100] = 1;  // inside the 4 KiB class, past the 100 bytes asked for
+  };
+  EXPECT_DEATH(overrun(), "use-after-poison");
+}
+#endif
 
 // Allocation, copies and frees from several threads at once keep the registries consistent.
 TEST_F(MemoryTest, ConcurrentAllocationAndCopies) {

@@ -3,6 +3,8 @@
 #ifndef PACL_RUNTIME_H_
 #define PACL_RUNTIME_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 
 #include "acl/acl_base.h"
@@ -24,6 +26,19 @@ PACL_INTERNAL_API aclError EnqueueTask(aclrtStream stream, Task task);
 // Whether ACL_OPT_DETERMINISTIC is on for the calling thread: its current context's value if that context set
 // one, else the process-wide value (aclrtSetSysParamOpt), else false.
 PACL_INTERNAL_API bool DeterministicEnabled();
+
+// The state of aclrtMalloc's block cache (src/runtime/cpu/block_cache.h), for tests and benchmarks.
+struct MemoryCacheStats {
+  size_t live_blocks = 0;
+  size_t live_bytes = 0;  // the size classes' bytes, not the requested ones
+  size_t idle_blocks = 0;
+  size_t idle_bytes = 0;
+  uint64_t reused = 0;  // allocations served from the cache
+  uint64_t mapped = 0;  // allocations that mapped new memory
+};
+PACL_INTERNAL_API MemoryCacheStats DeviceMemoryCacheStats();
+// The bytes a request of size bytes occupies (its size class).
+PACL_INTERNAL_API size_t DeviceMemoryClassBytes(size_t size);
 
 }  // namespace pacl::rt
 
