@@ -36,6 +36,7 @@ struct aclOpExecutor {
   std::string op_name;
   uint64_t workspace_size = 0;
   std::shared_ptr<const pacl::Kernel> kernel;  // null once the executor is a tombstone
+  pacl::rt::DeviceRef device;                  // the device phase 1 bound the call to
   State state = State::kReady;
   bool repeatable = false;
 };
@@ -106,10 +107,11 @@ aclnnStatus CheckUsable(const Registry& registry, const char* function, const ac
 
 // The stream task of one run: calls the kernel and hands a failure to the stream as an aclError carrying the same
 // code (161002, 561000, ...), with the kernel's message recorded on the worker thread.
-aclError RunKernel(const std::shared_ptr<const pacl::Kernel>& kernel, void* workspace, const std::string& op_name) {
+aclError RunKernel(const std::shared_ptr<const pacl::Kernel>& kernel, const pacl::KernelContext& context,
+                   const std::string& op_name) {
   aclnnStatus status = ACLNN_ERR_INNER;
   try {
-    status = (*kernel)(workspace);
+    status = (*kernel)(context);
   } catch (const std::exception& error) {
     pacl::SetRecentErrorMessage(pacl::StrFormat("%s: the kernel failed: %s", op_name.c_str(), error.what()));
     return ACLNN_ERR_INNER;
@@ -126,7 +128,7 @@ aclError RunKernel(const std::shared_ptr<const pacl::Kernel>& kernel, void* work
 namespace pacl {
 
 aclnnStatus CreateExecutor(const char* op_name, uint64_t workspace_size, Kernel kernel, uint64_t* workspace_size_out,
-                           aclOpExecutor** executor_out) {
+                           aclOpExecutor** executor_out, rt::DeviceRef device) {
   const char* name = op_name != nullptr ? op_name : "";
   if (workspace_size_out == nullptr) {
     return Refuse(ACLNN_ERR_PARAM_NULLPTR, StrFormat("%s: workspaceSize must not be null", name));
@@ -141,6 +143,7 @@ aclnnStatus CreateExecutor(const char* op_name, uint64_t workspace_size, Kernel 
     executor = new aclOpExecutor;
     executor->op_name = name;
     executor->workspace_size = workspace_size;
+    executor->device = device;
     executor->kernel = std::make_shared<const Kernel>(std::move(kernel));
     Registry& registry = GetRegistry();
     std::lock_guard<std::mutex> lock(registry.mutex);
@@ -177,13 +180,16 @@ aclnnStatus RunExecutor(const char* op_name, void* workspace, uint64_t workspace
                                                      name, workspace_size, executor->workspace_size));
   }
 
-  void* kernel_workspace = executor->workspace_size > 0 ? workspace : nullptr;
+  KernelContext context;
+  context.workspace = executor->workspace_size > 0 ? workspace : nullptr;
+  context.workspace_size = executor->workspace_size;
+  context.device = executor->device;
   aclError enqueued = ACL_SUCCESS;
   try {
     std::shared_ptr<const Kernel> kernel = executor->kernel;
     std::string kernel_op_name = executor->op_name;
-    enqueued = rt::EnqueueTask(stream, [kernel, kernel_workspace, kernel_op_name]() {
-      return RunKernel(kernel, kernel_workspace, kernel_op_name);
+    enqueued = rt::EnqueueTask(stream, [kernel, context, kernel_op_name]() {
+      return RunKernel(kernel, context, kernel_op_name);
     });
   } catch (const std::exception&) {
     return Refuse(ACLNN_ERR_INNER, StrFormat("%s: out of memory while enqueueing the run", name));

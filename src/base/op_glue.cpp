@@ -11,6 +11,7 @@
 #include "aclnn/opdev/op_errno.h"
 #include "pacl/dtype.h"
 #include "pacl/error.h"
+#include "pacl/runtime.h"
 #include "pacl/tensor.h"
 #include "pacl/tensor_objects.h"
 
@@ -132,6 +133,25 @@ bool OpChecker::Check(bool ok_condition, const char* format, ...) {
   va_end(args);
   Fail(ACLNN_ERR_PARAM_INVALID, message);
   return false;
+}
+
+BindingTarget CurrentBindingTarget() {
+  BindingTarget target;
+  target.device = rt::CurrentDevice();
+  target.deterministic_only = rt::DeterministicEnabled();
+  return target;
+}
+
+aclnnStatus FailNoImplementation(const char* op_name, aclDataType dtype, const BindingTarget& target,
+                                 bool skipped_nondeterministic) {
+  SetRecentErrorMessage(StrFormat("%s: no implementation for %s on device %d (%s)%s", op_name != nullptr ? op_name : "",
+                                  DataTypeName(dtype), static_cast<int>(target.device.id),
+                                  rt::DeviceKindName(target.device.kind),
+                                  skipped_nondeterministic
+                                      ? " that is deterministic (ACL_OPT_DETERMINISTIC is on; turning it off may "
+                                        "allow a faster, non-deterministic one)"
+                                      : ""));
+  return ACLNN_ERR_PARAM_INVALID;
 }
 
 }  // namespace pacl

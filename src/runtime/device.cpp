@@ -3,6 +3,7 @@
 
 #include "acl/acl.h"
 #include "pacl/error.h"
+#include "pacl/runtime.h"
 #include "cpu/block_cache.h"
 #include "runtime_state.h"
 
@@ -178,3 +179,22 @@ aclError aclrtGetCurrentContext(aclrtContext* context) {
 }
 
 }  // extern "C"
+
+namespace pacl::rt {
+
+const char* DeviceKindName(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu:
+      return "CPU";
+    case DeviceKind::kCuda:
+      return "CUDA";
+  }
+  return "unknown device";
+}
+
+DeviceRef CurrentDevice() {
+  // Device 0, the CPU, is the only device of this build; a context always belongs to it.
+  return DeviceRef{DeviceKind::kCpu, kOnlyDeviceId};
+}
+
+}  // namespace pacl::rt

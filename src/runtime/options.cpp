@@ -92,7 +92,10 @@ bool DeterministicEnabled() {
   if (context != nullptr && context->options.is_set[ACL_OPT_DETERMINISTIC]) {
     return context->options.value[ACL_OPT_DETERMINISTIC] != 0;
   }
-  return state.process_options.value[ACL_OPT_DETERMINISTIC] != 0;
+  if (state.process_options.is_set[ACL_OPT_DETERMINISTIC]) {
+    return state.process_options.value[ACL_OPT_DETERMINISTIC] != 0;
+  }
+  return true;  // deterministic unless the application turned it off
 }
 
 }  // namespace pacl::rt

@@ -74,8 +74,8 @@ class ExecutorTest : public ::testing::Test {
 
 TEST_F(ExecutorTest, RunsOnceThenRefusesASecondRun) {
   std::vector<int> out(4, -1);
-  aclOpExecutor* executor = Create([&out](void* workspace) {
-    EXPECT_EQ(workspace, nullptr);  // no workspace was asked for
+  aclOpExecutor* executor = Create([&out](const pacl::KernelContext& context) {
+    EXPECT_EQ(context.workspace, nullptr);  // no workspace was asked for
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(10 * i + 3);
     return ACLNN_SUCCESS;
   });
@@ -95,7 +95,7 @@ TEST_F(ExecutorTest, RunsOnceThenRefusesASecondRun) {
 
 TEST_F(ExecutorTest, RunsOnTheDefaultStream) {
   std::atomic<int> runs{0};
-  aclOpExecutor* executor = Create([&runs](void*) {
+  aclOpExecutor* executor = Create([&runs](const pacl::KernelContext&) {
     ++runs;
     return ACLNN_SUCCESS;
   });
@@ -106,7 +106,7 @@ TEST_F(ExecutorTest, RunsOnTheDefaultStream) {
 
 TEST_F(ExecutorTest, RepeatableRunsManyTimesUntilDestroyed) {
   std::atomic<int> runs{0};
-  aclOpExecutor* executor = Create([&runs](void*) {
+  aclOpExecutor* executor = Create([&runs](const pacl::KernelContext&) {
     ++runs;
     return ACLNN_SUCCESS;
   });
@@ -132,7 +132,7 @@ TEST_F(ExecutorTest, RepeatableRunsManyTimesUntilDestroyed) {
 
 TEST_F(ExecutorTest, DestroyBeforeRunning) {
   bool ran = false;
-  aclOpExecutor* executor = Create([&ran](void*) {
+  aclOpExecutor* executor = Create([&ran](const pacl::KernelContext&) {
     ran = true;
     return ACLNN_SUCCESS;
   });
@@ -144,7 +144,7 @@ TEST_F(ExecutorTest, DestroyBeforeRunning) {
 }
 
 TEST_F(ExecutorTest, DestroyAfterASingleRunIsAccepted) {
-  aclOpExecutor* executor = Create([](void*) { return ACLNN_SUCCESS; });
+  aclOpExecutor* executor = Create([](const pacl::KernelContext&) { return ACLNN_SUCCESS; });
   EXPECT_EQ(Run(executor), ACLNN_SUCCESS);
   EXPECT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_SUCCESS) << TakeMessages();
   EXPECT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_ERR_PARAM_INVALID);
@@ -177,7 +177,7 @@ TEST_F(ExecutorTest, NullAndUnknownHandles) {
 TEST_F(ExecutorTest, RefusesARunByAnotherOperator) {
   bool ran = false;
   aclOpExecutor* executor = Create(
-      [&ran](void*) {
+      [&ran](const pacl::KernelContext&) {
         ran = true;
         return ACLNN_SUCCESS;
       },
@@ -198,9 +198,10 @@ TEST_F(ExecutorTest, WorkspaceChecks) {
   constexpr uint64_t kBytes = 256;
   std::vector<unsigned char> seen;
   aclOpExecutor* executor = Create(
-      [&seen](void* workspace) {
+      [&seen](const pacl::KernelContext& context) {
         // The kernel may use all of its workspace.
-        unsigned char* bytes = static_cast<unsigned char*>(workspace);
+        EXPECT_EQ(context.workspace_size, 256u);
+        unsigned char* bytes = static_cast<unsigned char*>(context.workspace);
         for (uint64_t i = 0; i < kBytes; ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
         seen.assign(bytes, bytes + kBytes);
         return ACLNN_SUCCESS;
@@ -227,8 +228,10 @@ TEST_F(ExecutorTest, WorkspaceChecks) {
 
 TEST_F(ExecutorTest, NoWorkspaceAskedMeansTheKernelGetsNull) {
   void* seen = reinterpret_cast<void*>(0x1);
-  aclOpExecutor* executor = Create([&seen](void* workspace) {
-    seen = workspace;
+  aclOpExecutor* executor = Create([&seen](const pacl::KernelContext& context) {
+    seen = context.workspace;
+    EXPECT_EQ(context.device.kind, pacl::rt::DeviceKind::kCpu);
+    EXPECT_EQ(context.native_stream, nullptr);
     return ACLNN_SUCCESS;
   });
   int unused = 0;
@@ -238,7 +241,7 @@ TEST_F(ExecutorTest, NoWorkspaceAskedMeansTheKernelGetsNull) {
 }
 
 TEST_F(ExecutorTest, KernelFailureIsReportedBySynchronize) {
-  aclOpExecutor* executor = Create([](void*) {
+  aclOpExecutor* executor = Create([](const pacl::KernelContext&) {
     pacl::SetRecentErrorMessage("aclnnTestOp: the test kernel failed on purpose");
     return ACLNN_ERR_PARAM_INVALID;
   });
@@ -250,14 +253,14 @@ TEST_F(ExecutorTest, KernelFailureIsReportedBySynchronize) {
 }
 
 TEST_F(ExecutorTest, KernelFailureWithoutAMessageGetsOne) {
-  aclOpExecutor* executor = Create([](void*) { return ACLNN_ERR_INNER; });
+  aclOpExecutor* executor = Create([](const pacl::KernelContext&) { return ACLNN_ERR_INNER; });
   EXPECT_EQ(Run(executor), ACLNN_SUCCESS);
   EXPECT_EQ(Sync(), ACLNN_ERR_INNER);
   ExpectMessage({"aclnnTestOp: the kernel failed with status 561000"});
 }
 
 TEST_F(ExecutorTest, KernelExceptionIsAnInternalError) {
-  aclOpExecutor* executor = Create([](void*) -> aclnnStatus { throw std::runtime_error("boom"); });
+  aclOpExecutor* executor = Create([](const pacl::KernelContext&) -> aclnnStatus { throw std::runtime_error("boom"); });
   EXPECT_EQ(Run(executor), ACLNN_SUCCESS);
   EXPECT_EQ(Sync(), ACLNN_ERR_INNER);
   ExpectMessage({"aclnnTestOp: the kernel failed: boom"});
@@ -278,12 +281,12 @@ TEST_F(ExecutorTest, RunQueuedBehindOtherWorkSurvivesDestroy) {
   auto params = std::make_shared<std::vector<int64_t>>(1000);
   std::iota(params->begin(), params->end(), 1);
   std::atomic<int64_t> sum{-1};
-  aclOpExecutor* repeatable = Create([params, &sum](void*) {
+  aclOpExecutor* repeatable = Create([params, &sum](const pacl::KernelContext&) {
     sum = std::accumulate(params->begin(), params->end(), int64_t{0});
     return ACLNN_SUCCESS;
   });
   std::atomic<int64_t> once_sum{-1};
-  aclOpExecutor* once = Create([params, &once_sum](void*) {
+  aclOpExecutor* once = Create([params, &once_sum](const pacl::KernelContext&) {
     once_sum = std::accumulate(params->begin(), params->end(), int64_t{0});
     return ACLNN_SUCCESS;
   });
@@ -305,7 +308,7 @@ TEST_F(ExecutorTest, RunQueuedBehindOtherWorkSurvivesDestroy) {
 
 TEST_F(ExecutorTest, EnqueueFailureIsARuntimeErrorAndKeepsTheExecutor) {
   std::atomic<int> runs{0};
-  aclOpExecutor* executor = Create([&runs](void*) {
+  aclOpExecutor* executor = Create([&runs](const pacl::KernelContext&) {
     ++runs;
     return ACLNN_SUCCESS;
   });
@@ -320,7 +323,7 @@ TEST_F(ExecutorTest, EnqueueFailureIsARuntimeErrorAndKeepsTheExecutor) {
 
 TEST_F(ExecutorTest, EnqueueFailsWithoutACurrentContext) {
   std::atomic<int> runs{0};
-  aclOpExecutor* executor = Create([&runs](void*) {
+  aclOpExecutor* executor = Create([&runs](const pacl::KernelContext&) {
     ++runs;
     return ACLNN_SUCCESS;
   });
@@ -340,7 +343,7 @@ TEST_F(ExecutorTest, EnqueueFailsWithoutACurrentContext) {
 TEST_F(ExecutorTest, CreateRefusesNullOutPointersAndAnEmptyKernel) {
   uint64_t size = 0;
   aclOpExecutor* executor = nullptr;
-  auto kernel = [](void*) { return ACLNN_SUCCESS; };
+  auto kernel = [](const pacl::KernelContext&) { return ACLNN_SUCCESS; };
   EXPECT_EQ(pacl::CreateExecutor(kOp, 0, kernel, nullptr, &executor), ACLNN_ERR_PARAM_NULLPTR);
   ExpectMessage({"aclnnTestOp: workspaceSize must not be null"});
   EXPECT_EQ(pacl::CreateExecutor(kOp, 0, kernel, &size, nullptr), ACLNN_ERR_PARAM_NULLPTR);
@@ -354,7 +357,7 @@ TEST_F(ExecutorTest, StaleHandlesStayRefusedAfterManyRuns) {
   std::atomic<int> runs{0};
   std::vector<aclOpExecutor*> executors;
   for (int i = 0; i < 1500; ++i) {  // more than the registry remembers
-    executors.push_back(Create([&runs](void*) {
+    executors.push_back(Create([&runs](const pacl::KernelContext&) {
       ++runs;
       return ACLNN_SUCCESS;
     }));
@@ -376,7 +379,7 @@ TEST_F(ExecutorTest, ConcurrentRunsOfOneExecutorRunItOnce) {
   aclrtContext context = nullptr;
   ASSERT_EQ(aclrtGetCurrentContext(&context), ACL_SUCCESS);
   std::atomic<int> runs{0};
-  aclOpExecutor* executor = Create([&runs](void*) {
+  aclOpExecutor* executor = Create([&runs](const pacl::KernelContext&) {
     ++runs;
     return ACLNN_SUCCESS;
   });
@@ -417,7 +420,7 @@ TEST_F(ExecutorTest, ConcurrentLifecyclesOnSeveralThreads) {
       for (int i = 0; i < kIterations; ++i) {
         uint64_t size = 0;
         aclOpExecutor* executor = nullptr;
-        auto kernel = [&runs](void*) {
+        auto kernel = [&runs](const pacl::KernelContext&) {
           ++runs;
           return ACLNN_SUCCESS;
         };

@@ -1,6 +1,7 @@
 // System options: process-wide and per-context values, their checks, and pacl::rt::DeterministicEnabled.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "acl/acl.h"
@@ -111,7 +112,9 @@ TEST_F(OptionsTest, BadArgumentsAreRejected) {
 TEST_F(OptionsTest, DeterministicEnabledPrefersTheContextsValue) {
   aclrtContext context = nullptr;
   ASSERT_EQ(aclrtCreateContext(&context, 0), ACL_SUCCESS);
-  EXPECT_FALSE(pacl::rt::DeterministicEnabled());  // nothing set anywhere
+  // Nothing set anywhere (OptionsTest's TearDown sets the process value, so ask a fresh process): deterministic.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::exit(pacl::rt::DeterministicEnabled() ? 0 : 1), ::testing::ExitedWithCode(0), "");
   ASSERT_EQ(aclrtSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_SUCCESS);
   EXPECT_TRUE(pacl::rt::DeterministicEnabled());  // the process value, the context has none
   ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0), ACL_SUCCESS);

@@ -6,8 +6,8 @@
 //     if (!check.Tensor(x, "x") || !check.OutPointers(workspaceSize, executor)) return check.status();
 //     if (!check.Rank(x->desc, "x", 4)) return check.status();
 //     FooParams params = ...;                       // plain data, copies of the TensorDescs
-//     return pacl::CreateExecutor("aclnnFoo", 0, [params](void* workspace) { return RunFoo(params, workspace); },
-//                                 workspaceSize, executor);
+//     return pacl::BindImplementation("aclnnFoo", x->desc.dtype, params, kFooImplementations, workspaceSize,
+//                                     executor);     // the first implementation for the current device
 //   }
 //   aclnnStatus aclnnFoo(void* workspace, uint64_t size, aclOpExecutor* executor, aclrtStream stream) {
 //     return pacl::RunExecutor("aclnnFoo", workspace, size, executor, stream);
@@ -15,6 +15,7 @@
 #ifndef PACL_OP_GLUE_H_
 #define PACL_OP_GLUE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -23,6 +24,7 @@
 #include "aclnn/acl_meta.h"
 #include "aclnn/opdev/op_errno.h"
 #include "pacl/export.h"
+#include "pacl/runtime.h"
 #include "pacl/tensor.h"
 
 namespace pacl {
@@ -65,14 +67,38 @@ class PACL_INTERNAL_API OpChecker {
   aclnnStatus status_ = ACLNN_SUCCESS;
 };
 
-// The work of one validated call: runs on the stream's worker thread with the caller's workspace (at least the
-// size phase 1 asked for; nullptr when that size is 0) and returns ACLNN_SUCCESS or a failure (message set).
-using Kernel = std::function<aclnnStatus(void* workspace)>;
+// What a kernel runs with.
+struct KernelContext {
+  void* workspace = nullptr;    // the caller's workspace: at least the bytes phase 1 asked for; nullptr when 0
+  uint64_t workspace_size = 0;  // the bytes phase 1 asked for
+  void* native_stream = nullptr;  // the device's stream (cudaStream_t); nullptr on the CPU, whose kernels run on
+                                  // the aclrtStream's worker thread
+  rt::DeviceRef device;           // the device the call was bound to in phase 1
+};
+
+// The work of one validated call: runs in stream order with the context above and returns ACLNN_SUCCESS or a
+// failure (message set).
+using Kernel = std::function<aclnnStatus(const KernelContext& context)>;
+
+// One way to run an operator: an entry of its ordered implementation list (oneDNN's implementation lists; CANN's
+// op_api picks its kernel per chip in phase 1). Phase 1 checks the arguments once for every device, then takes the
+// first entry for the current device that supports the call.
+template <class Params>
+struct Implementation {
+  const char* name;            // "cpu", "cuda": for messages and tests
+  rt::DeviceKind device;
+  bool deterministic;          // the same bits on every run; skipped when ACL_OPT_DETERMINISTIC is on
+  bool (*supports)(const Params& params);  // nullptr: every call phase 1 accepts
+  uint64_t (*plan)(Params* params);        // fills the device's part of params (workspace layout); returns the
+                                           // workspace bytes; nullptr: none needed
+  aclnnStatus (*run)(const Params& params, const KernelContext& context);
+};
 
 // Phase 1's last step: stores workspace_size in *workspace_size_out and a new executor in *executor_out.
 // Returns 161001 if either out-pointer is null.
 PACL_INTERNAL_API aclnnStatus CreateExecutor(const char* op_name, uint64_t workspace_size, Kernel kernel,
-                                             uint64_t* workspace_size_out, aclOpExecutor** executor_out);
+                                             uint64_t* workspace_size_out, aclOpExecutor** executor_out,
+                                             rt::DeviceRef device = rt::CurrentDevice());
 
 // Phase 2: checks the executor (not null 161001; created by op_name, live and not already run unless repeatable:
 // 161002), the workspace (null while phase 1 asked for bytes: 161001; workspace_size smaller than asked: 161002),
@@ -80,6 +106,57 @@ PACL_INTERNAL_API aclnnStatus CreateExecutor(const char* op_name, uint64_t works
 // executor is released once its run is enqueued; a second run of it fails with 161002, never touches freed memory.
 PACL_INTERNAL_API aclnnStatus RunExecutor(const char* op_name, void* workspace, uint64_t workspace_size,
                                           aclOpExecutor* executor, aclrtStream stream);
+
+// Adapters for the entries of CPU kernels written as Run(params, workspace) with a workspace plan member:
+//   {"cpu", rt::DeviceKind::kCpu, true, nullptr, PlanInto<FooParams, PlanFooWorkspace>,
+//    RunWithWorkspace<FooParams, RunFooCpu>}
+template <class Params, aclnnStatus (*kKernel)(const Params&, void*)>
+aclnnStatus RunWithWorkspace(const Params& params, const KernelContext& context) {
+  return kKernel(params, context.workspace);
+}
+template <class Params, auto kPlanner>
+uint64_t PlanInto(Params* params) {
+  params->workspace = kPlanner(*params);
+  return params->workspace.bytes;
+}
+
+// The device phase 1 binds to, and whether it must pick a deterministic implementation.
+struct BindingTarget {
+  rt::DeviceRef device;
+  bool deterministic_only = true;
+};
+PACL_INTERNAL_API BindingTarget CurrentBindingTarget();
+
+// 161002: "<op>: no implementation for <dtype> on device <id> (<kind>)" (what an operator without a kernel for the
+// current device, or for that dtype on it, returns); skipped_nondeterministic adds that one was passed over because
+// ACL_OPT_DETERMINISTIC is on.
+PACL_INTERNAL_API aclnnStatus FailNoImplementation(const char* op_name, aclDataType dtype, const BindingTarget& target,
+                                                   bool skipped_nondeterministic);
+
+// Phase 1's last step for an operator with an implementation list: the first entry for the current device (and
+// deterministic when that is required) whose supports() accepts params plans its workspace and becomes the kernel
+// of a new executor (CreateExecutor). dtype names the call in the failure message when no entry fits.
+template <class Params, size_t N>
+aclnnStatus BindImplementation(const char* op_name, aclDataType dtype, Params params,
+                               const Implementation<Params> (&implementations)[N], uint64_t* workspace_size_out,
+                               aclOpExecutor** executor_out) {
+  const BindingTarget target = CurrentBindingTarget();
+  bool skipped_nondeterministic = false;
+  for (const Implementation<Params>& implementation : implementations) {
+    if (implementation.device != target.device.kind) continue;
+    if (implementation.supports != nullptr && !implementation.supports(params)) continue;
+    if (target.deterministic_only && !implementation.deterministic) {
+      skipped_nondeterministic = true;
+      continue;
+    }
+    const uint64_t workspace_bytes = implementation.plan != nullptr ? implementation.plan(&params) : 0;
+    auto run = implementation.run;
+    return CreateExecutor(
+        op_name, workspace_bytes, [params, run](const KernelContext& context) { return run(params, context); },
+        workspace_size_out, executor_out, target.device);
+  }
+  return FailNoImplementation(op_name, dtype, target, skipped_nondeterministic);
+}
 
 }  // namespace pacl
 

@@ -24,8 +24,24 @@ using Task = std::function<aclError()>;
 PACL_INTERNAL_API aclError EnqueueTask(aclrtStream stream, Task task);
 
 // Whether ACL_OPT_DETERMINISTIC is on for the calling thread: its current context's value if that context set
-// one, else the process-wide value (aclrtSetSysParamOpt), else false.
+// one, else the process-wide value (aclrtSetSysParamOpt), else true: this library is deterministic unless an
+// application turns the option off (then a device may use faster kernels whose results vary from run to run).
 PACL_INTERNAL_API bool DeterministicEnabled();
+
+// The kinds of device an operator implementation runs on.
+enum class DeviceKind : int { kCpu = 0, kCuda = 1 };
+PACL_INTERNAL_API const char* DeviceKindName(DeviceKind kind);  // "CPU", "CUDA"
+
+// A device as the operator layer sees it: its kind, its aclrt device id, and its name for messages ("CPU",
+// "CUDA device 0 (NVIDIA H100 ...)").
+struct DeviceRef {
+  DeviceKind kind = DeviceKind::kCpu;
+  int32_t id = 0;
+};
+
+// The device of the calling thread's current context (phase 1 binds an operator call to it); the CPU, device 0,
+// when the thread has no current context.
+PACL_INTERNAL_API DeviceRef CurrentDevice();
 
 // The state of aclrtMalloc's block cache (src/runtime/cpu/block_cache.h), for tests and benchmarks.
 struct MemoryCacheStats {

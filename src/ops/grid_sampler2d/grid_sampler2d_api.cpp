@@ -1,6 +1,6 @@
 // The aclnn entry points of GridSampler2D (forward) and GridSampler2DBackward:
-// phase 1 validates the arguments (reading no tensor data), plans the workspace and captures plain-data parameters
-// in an executor; phase 2 runs that executor on a stream.
+// phase 1 validates the arguments (reading no tensor data) and binds plain-data parameters to the implementation for
+// the current device (grid_sampler2d_impls.cpp), which plans the workspace; phase 2 runs the executor on a stream.
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -12,13 +12,9 @@
 #include "pacl/op_glue.h"
 #include "pacl/tensor.h"
 #include "pacl/tensor_objects.h"
-#include "pacl/workspace_plan.h"
 
 namespace pacl::grid_sampler2d {
 namespace {
-
-constexpr const char* kForwardName = "aclnnGridSampler2D";
-constexpr const char* kBackwardName = "aclnnGridSampler2DBackward";
 
 using NamedTensor = std::pair<const TensorDesc*, const char*>;
 
@@ -84,71 +80,7 @@ SamplerModes Modes(int64_t interpolation_mode, int64_t padding_mode, bool align_
   return modes;
 }
 
-// Elements of the blocked fp32 layout [N][ceil(C / 16)][Hin][Win][16] of the fp32 path.
-uint64_t BlockedElements(const SamplerShape& s) {
-  const uint64_t blocks = static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
-  uint64_t elements = SaturatingMul(static_cast<uint64_t>(s.batch), blocks);
-  elements = SaturatingMul(elements, static_cast<uint64_t>(s.in_height));
-  elements = SaturatingMul(elements, static_cast<uint64_t>(s.in_width));
-  return SaturatingMul(elements, static_cast<uint64_t>(kFloatChannelsPerBlock));
-}
-
 }  // namespace
-
-int64_t BackwardChannelsPerBlock(const SamplerShape& shape, aclDataType dtype) {
-  // The fp32 path works on blocks of 16 channels (one cache line of fp32, see the NOTE in grid_sampler2d_cpu.cpp).
-  if (dtype != ACL_DOUBLE) return kFloatChannelsPerBlock;
-  // Fixed by the shape alone (never by the thread count), so the gridGrad reduction order is fixed. Every task
-  // recomputes the taps of all pixels of its image, so blocks are as large as possible (up to 32 channels) while
-  // the problem still splits into at least 8 tasks (N * blocks) to share among the threads; never below 2.
-  int64_t block = 32;
-  while (block > 2 && shape.batch * ((shape.channels + block - 1) / block) < 8) block /= 2;
-  return block;
-}
-
-WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
-  const SamplerShape& s = params.shape;
-  WorkspacePlan plan;
-  WorkspaceLayout layout;
-  const bool writes_output = s.batch * s.channels * s.out_height * s.out_width > 0;
-  if (params.input.desc.dtype != ACL_DOUBLE && writes_output) {
-    // The fp32 path samples a blocked fp32 copy of the input.
-    plan.input_copy = layout.Reserve(SaturatingMul(BlockedElements(s), sizeof(float)));
-  }
-  plan.bytes = layout.TotalBytes();
-  return plan;
-}
-
-WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
-  const SamplerShape& s = params.shape;
-  WorkspacePlan plan;
-  WorkspaceLayout layout;
-  const uint64_t pixels = static_cast<uint64_t>(s.batch * s.out_height * s.out_width);
-  const bool nearest = params.modes.interpolation == Interpolation::kNearest;
-  // The input's values are only needed for gridGrad, which nearest does not use.
-  const bool reads_input = params.want_grid_grad && !nearest && pixels > 0;
-  if (params.input.desc.dtype != ACL_DOUBLE) {
-    // The fp32 path (FLOAT, FLOAT16, BFLOAT16): a blocked fp32 copy of the input (gridGrad), blocked fp32
-    // inputGrad sums, and per-block gridGrad partial sums.
-    const uint64_t blocked_bytes = SaturatingMul(BlockedElements(s), sizeof(float));
-    if (reads_input && s.channels > 0) {
-      plan.input_copy = layout.Reserve(blocked_bytes);
-      const uint64_t blocks = static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
-      plan.grid_partials = layout.Reserve(SaturatingMul(SaturatingMul(blocks, pixels), 2 * sizeof(float)));
-    }
-    if (params.want_input_grad && s.channels > 0) plan.input_grad_acc = layout.Reserve(blocked_bytes);
-    plan.bytes = layout.TotalBytes();
-    return plan;
-  }
-  // DOUBLE (the plane path) needs only the per-block gridGrad partial sums, when there is more than one block.
-  const int64_t blocks = s.channels > 0 ? (s.channels + params.channels_per_block - 1) / params.channels_per_block : 0;
-  if (reads_input && blocks > 1) {
-    plan.grid_partials =
-        layout.Reserve(SaturatingMul(SaturatingMul(static_cast<uint64_t>(blocks), pixels), 2 * sizeof(double)));
-  }
-  plan.bytes = layout.TotalBytes();
-  return plan;
-}
 
 }  // namespace pacl::grid_sampler2d
 
@@ -193,10 +125,7 @@ extern "C" aclnnStatus aclnnGridSampler2DGetWorkspaceSize(const aclTensor* input
   params.input = gs::Operand(input_desc);
   params.grid = gs::Operand(grid_desc);
   params.out = gs::Operand(out_desc);
-  params.workspace = gs::PlanForwardWorkspace(params);
-  return pacl::CreateExecutor(
-      gs::kForwardName, params.workspace.bytes,
-      [params](void* workspace) { return gs::RunForwardCpu(params, workspace); }, workspaceSize, executor);
+  return gs::BindForward(params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnGridSampler2D(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -266,16 +195,12 @@ extern "C" aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(const aclTenso
   params.modes = gs::Modes(interpolationMode, paddingMode, alignCorners);
   params.want_input_grad = want_input_grad;
   params.want_grid_grad = want_grid_grad;
-  params.channels_per_block = gs::BackwardChannelsPerBlock(params.shape, input_desc.dtype);
   params.grad_output = gs::Operand(dy_desc);
   params.input = gs::Operand(input_desc);
   params.grid = gs::Operand(grid_desc);
   params.input_grad = gs::Operand(input_grad_desc);
   params.grid_grad = gs::Operand(grid_grad_desc);
-  params.workspace = gs::PlanBackwardWorkspace(params);
-  return pacl::CreateExecutor(
-      gs::kBackwardName, params.workspace.bytes,
-      [params](void* workspace) { return gs::RunBackwardCpu(params, workspace); }, workspaceSize, executor);
+  return gs::BindBackward(params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnGridSampler2DBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

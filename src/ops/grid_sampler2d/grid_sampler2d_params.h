@@ -1,11 +1,12 @@
 // Plain-data parameters of aclnnGridSampler2D (forward) and aclnnGridSampler2DBackward, filled by phase 1
-// (grid_sampler2d_api.cpp) and consumed by the CPU kernels (grid_sampler2d_cpu.cpp).
+// (grid_sampler2d_api.cpp) and consumed by the CPU kernels (cpu/grid_sampler2d_cpu.cpp).
 #ifndef PACL_OPS_GRID_SAMPLER2D_PARAMS_H_
 #define PACL_OPS_GRID_SAMPLER2D_PARAMS_H_
 
 #include <cstdint>
 
 #include "aclnn/aclnn_base.h"
+#include "aclnn/acl_meta.h"
 #include "pacl/tensor.h"
 
 namespace pacl::grid_sampler2d {
@@ -60,7 +61,7 @@ struct BackwardParams {
   SamplerModes modes;
   bool want_input_grad = false;  // outputMask[0]
   bool want_grid_grad = false;   // outputMask[1]
-  int64_t channels_per_block = 1;  // the backward's channel blocks (see the NOTE in grid_sampler2d_cpu.cpp)
+  int64_t channels_per_block = 1;  // the backward's channel blocks (see the NOTE in cpu/grid_sampler2d_cpu.cpp)
   SamplerOperand grad_output;
   SamplerOperand input;
   SamplerOperand grid;
@@ -69,7 +70,17 @@ struct BackwardParams {
   WorkspacePlan workspace;
 };
 
-// Phase-1 planning: the channel block size of the backward, and both workspace layouts.
+inline constexpr const char* kForwardName = "aclnnGridSampler2D";
+inline constexpr const char* kBackwardName = "aclnnGridSampler2DBackward";
+
+// Phase 1's last step (grid_sampler2d_impls.cpp): binds the call to the first implementation for the current device
+// in a new executor (the implementation fills in its part of params: channel blocks, workspace); 161002 when the
+// device has none.
+aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
+aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
+
+// The CPU implementation's planning (cpu/grid_sampler2d_cpu_plan.cpp): the channel block size of the backward,
+// and both workspace layouts.
 int64_t BackwardChannelsPerBlock(const SamplerShape& shape, aclDataType dtype);
 
 // Channels per block of the fp32 path (FLOAT, FLOAT16, BFLOAT16): one 64-byte line of fp32.

@@ -1,12 +1,13 @@
 // Plain-data parameters of aclnnMultiScaleDeformableAttnFunction (forward) and
 // aclnnMultiScaleDeformableAttentionGrad, filled by phase 1 (msda_api.cpp) and consumed by the CPU kernels
-// (msda_cpu.cpp).
+// (cpu/msda_cpu.cpp).
 #ifndef PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_MSDA_PARAMS_H_
 #define PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_MSDA_PARAMS_H_
 
 #include <cstdint>
 
 #include "aclnn/aclnn_base.h"
+#include "aclnn/acl_meta.h"
 #include "pacl/tensor.h"
 
 namespace pacl::msda {
@@ -76,6 +77,15 @@ struct BackwardParams {
 };
 
 // Phase-1 planning (from the shapes and dtypes only).
+inline constexpr const char* kForwardName = "aclnnMultiScaleDeformableAttnFunction";
+inline constexpr const char* kBackwardName = "aclnnMultiScaleDeformableAttentionGrad";
+
+// Phase 1's last step (msda_impls.cpp): binds the call to the first implementation for the current device in a new
+// executor (the implementation plans its workspace into params); 161002 when the device has none.
+aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
+aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
+
+// The CPU implementation's workspace plans (cpu/msda_cpu_plan.cpp).
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params);
 WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params);
 

@@ -1,6 +1,7 @@
 // The aclnn entry points of NsaCompress (forward) and NsaCompressGrad: phase 1 validates the arguments (actSeqLen is
-// a host array and is read here; no tensor data is), lists the sequences and their blocks, plans the workspace and
-// captures plain-data parameters in an executor; phase 2 runs that executor on a stream.
+// a host array and is read here; no tensor data is), lists the sequences and their blocks and binds plain-data
+// parameters to the implementation for the current device (nsa_compress_impls.cpp), which plans the workspace;
+// phase 2 runs the executor on a stream.
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -13,13 +14,10 @@
 #include "pacl/op_glue.h"
 #include "pacl/tensor.h"
 #include "pacl/tensor_objects.h"
-#include "pacl/workspace_plan.h"
 
 namespace pacl::nsa_compress {
 namespace {
 
-constexpr const char* kForwardName = "aclnnNsaCompress";
-constexpr const char* kBackwardName = "aclnnNsaCompressGrad";
 constexpr int64_t kSizeMultiple = 16;
 
 using NamedTensor = std::pair<const TensorDesc*, const char*>;
@@ -106,17 +104,6 @@ bool CheckBlockTensor(OpChecker& check, const TensorDesc& t, const char* param, 
                      t.ShapeString().c_str());
 }
 
-WorkspacePlan PlanBackwardWorkspace(const NsaShape& s) {
-  WorkspacePlan plan;
-  WorkspaceLayout layout;
-  if (s.blocks > 0) {
-    const uint64_t chunks = static_cast<uint64_t>((s.blocks + kBlocksPerChunk - 1) / kBlocksPerChunk);
-    const uint64_t per_chunk = SaturatingMul(static_cast<uint64_t>(s.block_size), static_cast<uint64_t>(s.heads));
-    plan.weight_grad_partials = layout.Reserve(SaturatingMul(SaturatingMul(chunks, per_chunk), sizeof(float)));
-  }
-  plan.bytes = layout.TotalBytes();
-  return plan;
-}
 
 }  // namespace
 }  // namespace pacl::nsa_compress
@@ -148,9 +135,7 @@ extern "C" aclnnStatus aclnnNsaCompressGetWorkspaceSize(const aclTensor* input, 
   params.input = input->desc;
   params.weight = weight->desc;
   params.output = output->desc;
-  return pacl::CreateExecutor(
-      nsa::kForwardName, 0, [params](void* workspace) { return nsa::RunForwardCpu(params, workspace); }, workspaceSize,
-      executor);
+  return nsa::BindForward(params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnNsaCompress(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -191,10 +176,7 @@ extern "C" aclnnStatus aclnnNsaCompressGradGetWorkspaceSize(
   params.weight = weight->desc;
   params.input_grad = inputGradOut->desc;
   params.weight_grad = weightGradOut->desc;
-  params.workspace = nsa::PlanBackwardWorkspace(params.shape);
-  return pacl::CreateExecutor(
-      nsa::kBackwardName, params.workspace.bytes,
-      [params](void* workspace) { return nsa::RunBackwardCpu(params, workspace); }, workspaceSize, executor);
+  return nsa::BindBackward(params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnNsaCompressGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

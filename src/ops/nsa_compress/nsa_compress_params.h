@@ -1,5 +1,5 @@
 // Plain-data parameters of aclnnNsaCompress (forward) and aclnnNsaCompressGrad, filled by phase 1
-// (nsa_compress_api.cpp) and consumed by the CPU kernels (nsa_compress_cpu.cpp).
+// (nsa_compress_api.cpp) and consumed by the CPU kernels (cpu/nsa_compress_cpu.cpp).
 #ifndef PACL_OPS_NSA_COMPRESS_NSA_COMPRESS_PARAMS_H_
 #define PACL_OPS_NSA_COMPRESS_NSA_COMPRESS_PARAMS_H_
 
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aclnn/aclnn_base.h"
+#include "aclnn/acl_meta.h"
 #include "pacl/tensor.h"
 
 namespace pacl::nsa_compress {
@@ -56,6 +57,17 @@ struct BackwardParams {
   TensorDesc weight_grad;
   WorkspacePlan workspace;
 };
+
+inline constexpr const char* kForwardName = "aclnnNsaCompress";
+inline constexpr const char* kBackwardName = "aclnnNsaCompressGrad";
+
+// Phase 1's last step (nsa_compress_impls.cpp): binds the call to the first implementation for the current device
+// in a new executor (the implementation plans its workspace into params); 161002 when the device has none.
+aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
+aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
+
+// The CPU implementation's workspace plan of the backward (cpu/nsa_compress_cpu_plan.cpp).
+WorkspacePlan PlanBackwardWorkspace(const NsaShape& s);
 
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace);
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace);

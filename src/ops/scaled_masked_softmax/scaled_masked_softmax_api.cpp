@@ -17,8 +17,6 @@
 namespace pacl::scaled_masked_softmax {
 namespace {
 
-constexpr const char* kForwardName = "aclnnScaledMaskedSoftmax";
-constexpr const char* kBackwardName = "aclnnScaledMaskedSoftmaxBackward";
 
 // The rules on the (B, N, S1, S2) value tensor and the mask shared by both operators. values is gradOutput or x.
 bool CheckValuesAndMask(OpChecker& check, const TensorDesc& values, const char* values_param, const TensorDesc& mask) {
@@ -120,9 +118,7 @@ extern "C" aclnnStatus aclnnScaledMaskedSoftmaxGetWorkspaceSize(const aclTensor*
   params.x = sms::Operand(x_desc);
   params.y = sms::Operand(y_desc);
   if (!sms::MaskOperand(check, mask_desc, x_desc, &params.mask)) return check.status();
-  return pacl::CreateExecutor(
-      sms::kForwardName, 0, [params](void* /*workspace*/) { return sms::RunForwardCpu(params); }, workspaceSize,
-      executor);
+  return sms::BindForward(params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnScaledMaskedSoftmax(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -163,9 +159,7 @@ extern "C" aclnnStatus aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const ac
   params.y = sms::Operand(y_desc);
   params.out = sms::Operand(out_desc);
   if (!sms::MaskOperand(check, mask_desc, dy_desc, &params.mask)) return check.status();
-  return pacl::CreateExecutor(
-      sms::kBackwardName, 0, [params](void* /*workspace*/) { return sms::RunBackwardCpu(params); }, workspaceSize,
-      executor);
+  return sms::BindBackward(params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnScaledMaskedSoftmaxBackward(void* workspace, uint64_t workspaceSize,

@@ -1,11 +1,12 @@
 // Plain-data parameters of aclnnScaledMaskedSoftmax (forward) and aclnnScaledMaskedSoftmaxBackward, filled by
-// phase 1 (scaled_masked_softmax_api.cpp) and consumed by the CPU kernels (scaled_masked_softmax_cpu.cpp).
+// phase 1 (scaled_masked_softmax_api.cpp) and consumed by the CPU kernels (cpu/scaled_masked_softmax_cpu.cpp).
 #ifndef PACL_OPS_SCALED_MASKED_SOFTMAX_PARAMS_H_
 #define PACL_OPS_SCALED_MASKED_SOFTMAX_PARAMS_H_
 
 #include <cstdint>
 
 #include "aclnn/aclnn_base.h"
+#include "aclnn/acl_meta.h"
 #include "pacl/tensor.h"
 
 namespace pacl::scaled_masked_softmax {
@@ -49,6 +50,14 @@ struct BackwardParams {
   SoftmaxOperand mask;         // BOOL: any nonzero byte means masked
   SoftmaxOperand out;          // same dtype as dy
 };
+
+inline constexpr const char* kForwardName = "aclnnScaledMaskedSoftmax";
+inline constexpr const char* kBackwardName = "aclnnScaledMaskedSoftmaxBackward";
+
+// Phase 1's last step (scaled_masked_softmax_impls.cpp): binds the call to the first implementation for the current
+// device in a new executor; 161002 when the device has none.
+aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
+aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
 
 // The CPU kernels (phase 2). They return ACLNN_SUCCESS; they read and write only the elements of the views.
 aclnnStatus RunForwardCpu(const ForwardParams& params);

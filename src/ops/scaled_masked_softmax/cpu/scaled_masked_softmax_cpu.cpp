@@ -55,7 +55,7 @@
 #include "scaled_masked_softmax/scaled_masked_softmax_params.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "scaled_masked_softmax/scaled_masked_softmax_cpu.cpp"
+#define HWY_TARGET_INCLUDE "scaled_masked_softmax/cpu/scaled_masked_softmax_cpu.cpp"
 // foreach_target.h must come first: it re-includes this file once per target.
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep

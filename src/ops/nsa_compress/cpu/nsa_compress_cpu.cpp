@@ -47,7 +47,7 @@
 #include "pacl/workspace_plan.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nsa_compress/nsa_compress_cpu.cpp"
+#define HWY_TARGET_INCLUDE "nsa_compress/cpu/nsa_compress_cpu.cpp"
 // foreach_target.h must come first: it re-includes this file once per target.
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep

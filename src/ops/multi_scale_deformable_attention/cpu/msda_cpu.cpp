@@ -83,7 +83,7 @@ struct LevelLanes {
 #endif  // PACL_OPS_MSDA_CPU_SHARED_
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "multi_scale_deformable_attention/msda_cpu.cpp"
+#define HWY_TARGET_INCLUDE "multi_scale_deformable_attention/cpu/msda_cpu.cpp"
 // foreach_target.h must come first: it re-includes this file once per target.
 // clang-format off
 #include "hwy/foreach_target.h"  // IWYU pragma: keep

@@ -1,0 +1,114 @@
+// Implementation lists (pacl::BindImplementation): the first entry for the current device that supports the call,
+// deterministic ones only while ACL_OPT_DETERMINISTIC is on (the default), the chosen entry's workspace plan, and
+// 161002 naming the operator, the dtype and the device when no entry fits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
+#include "aclnn/opdev/op_errno.h"
+#include "pacl/op_glue.h"
+#include "pacl/runtime.h"
+
+namespace {
+
+constexpr const char* kOp = "aclnnListedOp";
+
+struct ListedParams {
+  aclDataType dtype = ACL_FLOAT;
+  uint64_t planned_bytes = 0;  // written by the plan, read back by the run
+  std::string* ran = nullptr;  // which implementation ran
+};
+
+bool FloatOnly(const ListedParams& params) { return params.dtype == ACL_FLOAT; }
+bool HalfOnly(const ListedParams& params) { return params.dtype == ACL_FLOAT16; }
+
+uint64_t PlanSixtyFour(ListedParams* params) {
+  params->planned_bytes = 64;
+  return 64;
+}
+
+aclnnStatus Record(const ListedParams& params, const pacl::KernelContext& context, const char* name) {
+  *params.ran = name;
+  if (context.workspace_size != params.planned_bytes) *params.ran += " (wrong workspace size)";
+  if (params.planned_bytes > 0 && context.workspace == nullptr) *params.ran += " (no workspace)";
+  return ACLNN_SUCCESS;
+}
+
+const pacl::Implementation<ListedParams> kImplementations[] = {
+    {"cuda", pacl::rt::DeviceKind::kCuda, true, nullptr, nullptr,
+     [](const ListedParams& p, const pacl::KernelContext& c) { return Record(p, c, "cuda"); }},
+    {"cpu-fast", pacl::rt::DeviceKind::kCpu, /*deterministic=*/false, FloatOnly, PlanSixtyFour,
+     [](const ListedParams& p, const pacl::KernelContext& c) { return Record(p, c, "cpu-fast"); }},
+    {"cpu-half", pacl::rt::DeviceKind::kCpu, /*deterministic=*/true, HalfOnly, nullptr,
+     [](const ListedParams& p, const pacl::KernelContext& c) { return Record(p, c, "cpu-half"); }},
+};
+
+std::string TakeMessages() {
+  const char* text = aclGetRecentErrMsg();
+  return text != nullptr ? std::string(text) : std::string();
+}
+
+class ImplementationListTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS) << TakeMessages();
+    TakeMessages();
+  }
+  void TearDown() override {
+    EXPECT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1), ACL_SUCCESS);
+    EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS) << TakeMessages();
+  }
+
+  // Binds and runs a call of dtype; returns the phase-1 status and sets ran to the implementation that ran.
+  aclnnStatus BindAndRun(aclDataType dtype, std::string* ran) {
+    ListedParams params;
+    params.dtype = dtype;
+    params.ran = ran;
+    uint64_t workspace_size = 12345;
+    aclOpExecutor* executor = nullptr;
+    const aclnnStatus status =
+        pacl::BindImplementation(kOp, dtype, params, kImplementations, &workspace_size, &executor);
+    if (status != ACLNN_SUCCESS) return status;
+    std::vector<unsigned char> workspace(workspace_size + 1);
+    EXPECT_EQ(pacl::RunExecutor(kOp, workspace.data(), workspace_size, executor, nullptr), ACLNN_SUCCESS)
+        << TakeMessages();
+    EXPECT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS) << TakeMessages();
+    return status;
+  }
+};
+
+TEST_F(ImplementationListTest, TakesTheFirstEntryForTheDeviceThatSupportsTheCall) {
+  std::string ran;
+  EXPECT_EQ(BindAndRun(ACL_FLOAT16, &ran), ACLNN_SUCCESS) << TakeMessages();
+  EXPECT_EQ(ran, "cpu-half");  // not the CUDA entry, not the FLOAT-only one
+}
+
+TEST_F(ImplementationListTest, NonDeterministicEntriesOnlyWhenTheOptionIsOff) {
+  std::string ran;
+  // The default is deterministic: the FLOAT entry is not deterministic, so nothing fits.
+  EXPECT_EQ(BindAndRun(ACL_FLOAT, &ran), ACLNN_ERR_PARAM_INVALID);
+  const std::string message = TakeMessages();
+  for (const char* part : {kOp, "no implementation for FLOAT", "device 0 (CPU)", "ACL_OPT_DETERMINISTIC"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+  }
+  EXPECT_EQ(ran, "");
+  ASSERT_EQ(aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 0), ACL_SUCCESS);
+  EXPECT_EQ(BindAndRun(ACL_FLOAT, &ran), ACLNN_SUCCESS) << TakeMessages();
+  EXPECT_EQ(ran, "cpu-fast");  // with its planned 64-byte workspace
+}
+
+TEST_F(ImplementationListTest, NoEntryForTheDtypeOnThisDevice) {
+  std::string ran;
+  EXPECT_EQ(BindAndRun(ACL_DOUBLE, &ran), ACLNN_ERR_PARAM_INVALID);
+  const std::string message = TakeMessages();
+  EXPECT_NE(message.find("aclnnListedOp: no implementation for DOUBLE on device 0 (CPU)"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("DETERMINISTIC"), std::string::npos) << message;  // nothing was skipped for that
+  EXPECT_EQ(ran, "");
+}
+
+}  // namespace
