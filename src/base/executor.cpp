@@ -188,8 +188,10 @@ aclnnStatus RunExecutor(const char* op_name, void* workspace, uint64_t workspace
   try {
     std::shared_ptr<const Kernel> kernel = executor->kernel;
     std::string kernel_op_name = executor->op_name;
-    enqueued = rt::EnqueueTask(stream, [kernel, context, kernel_op_name]() {
-      return RunKernel(kernel, context, kernel_op_name);
+    enqueued = rt::EnqueueTaskOnDevice(stream, executor->device.id, [kernel, context, kernel_op_name]() {
+      KernelContext run_context = context;
+      run_context.native_stream = rt::CurrentNativeStream();
+      return RunKernel(kernel, run_context, kernel_op_name);
     });
   } catch (const std::exception&) {
     return Refuse(ACLNN_ERR_INNER, StrFormat("%s: out of memory while enqueueing the run", name));

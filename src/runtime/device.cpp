@@ -1,10 +1,10 @@
-// Devices and contexts: the CPU is device 0; contexts are current per thread.
+// Devices and contexts: the devices of Devices() (backend.h); contexts are current per thread.
 #include <mutex>
 
 #include "acl/acl.h"
 #include "pacl/error.h"
 #include "pacl/runtime.h"
-#include "cpu/block_cache.h"
+#include "backend.h"
 #include "runtime_state.h"
 
 using pacl::rt::CheckDeviceId;
@@ -40,12 +40,13 @@ aclError aclrtSetDevice(int32_t deviceId) {
   if (aclError error = CheckDeviceId("aclrtSetDevice", deviceId)) return error;
   RuntimeState& state = State();
   std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.default_context == nullptr) {
-    state.default_context = pacl::rt::CreateContextLocked(state, /*is_default=*/true);
-    state.default_context_refs = 0;
+  pacl::rt::DefaultContext& entry = state.default_contexts[deviceId];
+  if (entry.context == nullptr) {
+    entry.context = pacl::rt::CreateContextLocked(state, deviceId, /*is_default=*/true);
+    entry.refs = 0;
   }
-  ++state.default_context_refs;
-  pacl::rt::SetCurrentContext(state.default_context);
+  ++entry.refs;
+  pacl::rt::SetCurrentContext(entry.context);
   return ACL_SUCCESS;
 }
 
@@ -55,17 +56,20 @@ aclError aclrtResetDevice(int32_t deviceId) {
   std::vector<std::shared_ptr<Stream>> streams;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
-    if (state.default_context == nullptr) return ACL_SUCCESS;  // nothing set: nothing to release
-    if (state.default_context_refs == 1 && CalledFromTaskOfLocked(state, state.default_context)) {
+    auto entry = state.default_contexts.find(deviceId);
+    if (entry == state.default_contexts.end()) return ACL_SUCCESS;  // nothing set: nothing to release
+    if (entry->second.refs == 1 && CalledFromTaskOfLocked(state, entry->second.context)) {
       return Fail(ACL_ERROR_INVALID_PARAM, "aclrtResetDevice",
                   "called from a task of the default context's own stream, which would wait for itself");
     }
-    if (--state.default_context_refs > 0) return ACL_SUCCESS;
-    streams = pacl::rt::DestroyContextLocked(state, state.default_context);
+    if (--entry->second.refs > 0) return ACL_SUCCESS;
+    streams = pacl::rt::DestroyContextLocked(state, entry->second.context);
   }
   // Synchronise: queued work runs before the workers stop. Failures die with the context.
   pacl::rt::DrainAndStop(streams);
-  pacl::rt::cpu::DeviceBlockCache().ReleaseIdle();  // the cached memory goes back to the system
+  // The cached memory goes back to the system.
+  const pacl::rt::DeviceEntry& device = pacl::rt::Devices()[static_cast<size_t>(deviceId)];
+  device.backend->ReleaseCachedMemory(device.ordinal);
   return ACL_SUCCESS;
 }
 
@@ -73,14 +77,22 @@ aclError aclrtGetDevice(int32_t* deviceId) {
   if (deviceId == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice", "deviceId must not be null");
   RuntimeState& state = State();
   std::lock_guard<std::mutex> lock(state.mutex);
-  if (pacl::rt::CurrentContextLocked(state) == nullptr) return FailNoContext("aclrtGetDevice");
-  *deviceId = pacl::rt::kOnlyDeviceId;
+  const Context* context = pacl::rt::CurrentContextLocked(state);
+  if (context == nullptr) return FailNoContext("aclrtGetDevice");
+  *deviceId = context->device_id;
   return ACL_SUCCESS;
 }
 
 aclError aclrtGetDeviceCount(uint32_t* count) {
   if (count == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount", "count must not be null");
-  *count = 1;
+  std::string why;
+  const size_t devices = pacl::rt::Devices(&why).size();
+  if (devices == 0) {
+    // CANN reports a machine without devices as an error too; the message says why (e.g. no GPU or driver).
+    *count = 0;
+    return Fail(ACL_ERROR_RT_NO_DEVICE, "aclrtGetDeviceCount", "there is no device: %s", why.c_str());
+  }
+  *count = static_cast<uint32_t>(devices);
   return ACL_SUCCESS;
 }
 
@@ -120,7 +132,7 @@ aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
   if (aclError error = CheckDeviceId("aclrtCreateContext", deviceId)) return error;
   RuntimeState& state = State();
   std::lock_guard<std::mutex> lock(state.mutex);
-  Context* created = pacl::rt::CreateContextLocked(state, /*is_default=*/false);
+  Context* created = pacl::rt::CreateContextLocked(state, deviceId, /*is_default=*/false);
   pacl::rt::SetCurrentContext(created);
   *context = created;
   return ACL_SUCCESS;
@@ -141,7 +153,7 @@ aclError aclrtDestroyContext(aclrtContext context) {
     if (found->is_default) {
       return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyContext",
                   "context %p is the default context of device %d: release it with aclrtResetDevice", context,
-                  pacl::rt::kOnlyDeviceId);
+                  static_cast<int>(found->device_id));
     }
     if (CalledFromTaskOfLocked(state, found)) {
       return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyContext",
@@ -192,9 +204,26 @@ const char* DeviceKindName(DeviceKind kind) {
   return "unknown device";
 }
 
+bool DeviceCanAccess(DeviceRef device, const void* p, std::string* why) {
+  const std::vector<DeviceEntry>& devices = Devices();
+  if (device.id < 0 || static_cast<size_t>(device.id) >= devices.size()) {
+    *why = StrFormat("device %d does not exist", static_cast<int>(device.id));
+    return false;
+  }
+  const DeviceEntry& entry = devices[static_cast<size_t>(device.id)];
+  return entry.backend->CanAccess(entry.ordinal, p, why);
+}
+
 DeviceRef CurrentDevice() {
-  // Device 0, the CPU, is the only device of this build; a context always belongs to it.
-  return DeviceRef{DeviceKind::kCpu, kOnlyDeviceId};
+  RuntimeState& state = State();
+  int32_t device_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    device_id = CurrentDeviceIdLocked(state);
+  }
+  const std::vector<DeviceEntry>& devices = Devices();
+  if (static_cast<size_t>(device_id) >= devices.size()) return DeviceRef{DeviceKind::kCpu, device_id};
+  return DeviceRef{devices[static_cast<size_t>(device_id)].kind, device_id};
 }
 
 }  // namespace pacl::rt

@@ -1,14 +1,17 @@
-// aclInit / aclFinalize / aclrtGetVersion.
+// aclInit (with its configuration file, config.cpp) / aclFinalize / aclrtGetVersion.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <mutex>
 
 #include "acl/acl.h"
-#include "cpu/block_cache.h"
+#include "backend.h"
+#include "config.h"
 #include "runtime_state.h"
 
 using pacl::rt::Fail;
@@ -36,6 +39,20 @@ bool IsReadableFile(const char* path, const char** reason) {
   return ok;
 }
 
+// The configuration is a small JSON file; anything larger is refused before it is read.
+constexpr size_t kMaxConfigBytes = size_t{16} << 20;
+
+// Reads path (at most kMaxConfigBytes) into *text; false when it is larger.
+bool ReadSmallFile(const char* path, std::string* text) {
+  std::ifstream file(path, std::ios::binary);
+  char buffer[65536];
+  while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
+    text->append(buffer, static_cast<size_t>(file.gcount()));
+    if (text->size() > kMaxConfigBytes) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -54,6 +71,19 @@ aclError aclInit(const char* configPath) {
       return Fail(ACL_ERROR_INVALID_FILE, "aclInit",
                   "configPath \"%s\" cannot be used (%s): it must be NULL, \"\" or an existing, readable file",
                   configPath, reason);
+    }
+    std::string text;
+    if (!ReadSmallFile(configPath, &text)) {
+      return Fail(ACL_ERROR_INVALID_FILE_SIZE, "aclInit",
+                  "configPath \"%s\" is larger than %zu bytes: not a configuration file", configPath, kMaxConfigBytes);
+    }
+    pacl::rt::RuntimeConfig config;
+    std::string error;
+    if (aclError status = pacl::rt::ParseRuntimeConfig(text, &config, &error)) {
+      return Fail(status, "aclInit", "configPath \"%s\" is not a valid configuration: %s", configPath, error.c_str());
+    }
+    if (!config.device.empty() && !pacl::rt::ConfigureDeviceChoice(config.device, &error)) {
+      return Fail(ACL_ERROR_FILE_ATTR_INVALID, "aclInit", "configPath \"%s\": %s", configPath, error.c_str());
     }
   }
   std::lock_guard<std::mutex> lock(state.mutex);
@@ -78,7 +108,9 @@ aclError aclFinalize(void) {
     streams = pacl::rt::DestroyAllContextsLocked(state);
   }
   pacl::rt::DrainAndStop(streams);
-  pacl::rt::cpu::DeviceBlockCache().ReleaseIdle();  // the cached memory goes back to the system
+  for (const pacl::rt::DeviceEntry& device : pacl::rt::Devices()) {
+    device.backend->ReleaseCachedMemory(device.ordinal);  // the cached memory goes back to the system
+  }
   return ACL_SUCCESS;
 }
 

@@ -1,13 +1,14 @@
-// "Device" and host memory: both are host memory here, but every live allocation is registered so that frees of
-// unknown pointers and copies that overrun an allocation are refused instead of corrupting memory.
+// Device and host memory, on the current context's device (backend.h): every live allocation is registered with
+// its device, so that frees of unknown pointers, frees with the wrong function and copies that overrun an
+// allocation are refused instead of corrupting memory.
 //
-// NOTE: aclrtMalloc's memory comes from the block cache (cpu/block_cache.h): a freed block stays mapped and is
-// handed out again, so a workspace allocated and freed around every operator call costs no page faults after the
-// first. aclrtFree returns at once without waiting for the streams (CANN's semantics); the block is reused only
-// after the work queued before the free has finished. aclrtFreeHost, and the copy and set functions, first wait
-// until the work enqueued on every stream has finished, because a queued kernel may still read or write the memory
-// (the application did not have to synchronise, as on Ascend the copy engine orders them). Stream failures are left
-// for the next synchronisation.
+// NOTE: on the CPU, aclrtMalloc's memory comes from the block cache (cpu/block_cache.h): a freed block stays mapped
+// and is handed out again, so a workspace allocated and freed around every operator call costs no page faults
+// after the first; on CUDA from the device's stream-ordered memory pool. aclrtFree returns without waiting for the
+// streams (CANN's semantics); the memory is reused only after the work queued before the free has finished.
+// aclrtFreeHost, and the copy and set functions, first wait until the work enqueued on every stream has finished,
+// because a queued kernel may still read or write the memory (the application did not have to synchronise, as on
+// Ascend the copy engine orders them). Stream failures are left for the next synchronisation.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "acl/acl.h"
+#include "backend.h"
 #include "cpu/block_cache.h"
 #include "pacl/runtime.h"
 #include "runtime_state.h"
@@ -29,8 +31,6 @@ using pacl::rt::RuntimeState;
 using pacl::rt::State;
 
 namespace {
-
-constexpr size_t kAlignment = 64;  // a cache line: enough for every SIMD load the kernels use
 
 int32_t PagePolicy(int32_t policy) {
   const int32_t type_bits = ACL_MEM_TYPE_LOW_BAND_WIDTH | ACL_MEM_TYPE_HIGH_BAND_WIDTH;
@@ -72,20 +72,42 @@ aclError CheckSize(const char* function, size_t size) {
   return Fail(ACL_ERROR_BAD_ALLOC, function, "size (%zu) exceeds the memory of the machine (%zu bytes)", size, limit);
 }
 
-void Register(void* memory, size_t size, AllocationRegistry RuntimeState::*registry) {
+void Register(void* memory, size_t size, int32_t device_id, AllocationRegistry RuntimeState::*registry) {
   RuntimeState& state = State();
   std::lock_guard<std::mutex> lock(state.mutex);
-  (state.*registry).Add(memory, size);
+  (state.*registry).Add(memory, size, device_id);
+}
+
+// The current context's device (device 0 when the thread has none); 0 (ACL_SUCCESS) or a failure when there is no
+// device at all.
+aclError CurrentDeviceFor(const char* function, int32_t* device_id, const pacl::rt::DeviceEntry** device) {
+  std::string why;
+  const std::vector<pacl::rt::DeviceEntry>& devices = pacl::rt::Devices(&why);
+  if (devices.empty()) return Fail(ACL_ERROR_RT_NO_DEVICE, function, "there is no device: %s", why.c_str());
+  RuntimeState& state = State();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    *device_id = pacl::rt::CurrentDeviceIdLocked(state);
+  }
+  *device = &devices[static_cast<size_t>(*device_id)];
+  return ACL_SUCCESS;
+}
+
+const pacl::rt::DeviceEntry& DeviceOf(int32_t device_id) {
+  return pacl::rt::Devices()[static_cast<size_t>(device_id)];
 }
 
 aclError AllocateHost(const char* function, const char* param, void** ptr, size_t size) {
   if (aclError error = CheckSize(function, size)) return error;
-  const size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;  // no overflow: size <= SIZE_MAX / 2
-  void* memory = std::aligned_alloc(kAlignment, rounded);
-  if (memory == nullptr) {
-    return Fail(ACL_ERROR_BAD_ALLOC, function, "cannot allocate %zu bytes for %s (out of memory)", size, param);
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(function, &device_id, &device)) return error;
+  std::string reason;
+  void* memory = nullptr;
+  if (aclError error = device->backend->MallocHost(size, &memory, &reason)) {
+    return Fail(error, function, "cannot allocate %zu bytes for %s: %s", size, param, reason.c_str());
   }
-  Register(memory, size, &RuntimeState::host_memory);
+  Register(memory, size, device_id, &RuntimeState::host_memory);
   *ptr = memory;
   return ACL_SUCCESS;
 }
@@ -103,12 +125,19 @@ aclError ReleaseHost(const char* function, const char* param, void* ptr) {
   }
   // Queued kernels may still use the memory.
   pacl::rt::WaitForAllStreams();
+  int32_t device_id = 0;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
     if (aclError error = check()) return error;  // another thread freed it meanwhile
+    uintptr_t base = 0;
+    size_t size = 0;
+    state.host_memory.Find(ptr, &base, &size, &device_id);
     state.host_memory.Remove(ptr);
   }
-  std::free(ptr);
+  std::string reason;
+  if (aclError error = DeviceOf(device_id).backend->FreeHost(ptr, &reason)) {
+    return Fail(error, function, "cannot free %s %p: %s", param, ptr, reason.c_str());
+  }
   return ACL_SUCCESS;
 }
 
@@ -160,33 +189,6 @@ aclError CheckMemset(const char* function, void* devPtr, size_t maxCount, size_t
   return CheckRangeLocked(state, function, "devPtr", devPtr, count);
 }
 
-// MemAvailable from /proc/meminfo (what can be allocated without swapping), or the free pages when it is missing.
-size_t AvailableMemoryBytes() {
-  if (FILE* file = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    unsigned long long kib = 0;
-    bool found = false;
-    while (!found && std::fgets(line, sizeof line, file) != nullptr) {
-      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
-    }
-    std::fclose(file);
-    if (found) return static_cast<size_t>(std::min<unsigned long long>(kib, SIZE_MAX >> 10) << 10);
-  }
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) : 0;
-}
-
-// Whether the kernel may back madvise'd memory with transparent huge pages ("[always]" or "[madvise]").
-bool TransparentHugePagesEnabled() {
-  FILE* file = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-  if (file == nullptr) return false;
-  char text[128] = {};
-  const bool read = std::fgets(text, sizeof text, file) != nullptr;
-  std::fclose(file);
-  return read && std::strstr(text, "[never]") == nullptr;
-}
-
 }  // namespace
 
 extern "C" {
@@ -201,14 +203,19 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
                 "ACL_MEM_TYPE_LOW_BAND_WIDTH (0x100) or ACL_MEM_TYPE_HIGH_BAND_WIDTH (0x1000)",
                 static_cast<int>(policy));
   }
-  if (aclError error = CheckSize(kFunction, size)) return error;
-  std::string reason;
-  void* memory = pacl::rt::cpu::DeviceBlockCache().Allocate(size, AllowsHugePages(policy), &reason);
-  if (memory == nullptr) {
-    return Fail(ACL_ERROR_BAD_ALLOC, kFunction, "cannot allocate %zu bytes for devPtr (out of memory: %s)", size,
-                reason.c_str());
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
+  if (device->kind == pacl::rt::DeviceKind::kCpu) {
+    if (aclError error = CheckSize(kFunction, size)) return error;
   }
-  Register(memory, size, &RuntimeState::device_memory);
+  std::string reason;
+  void* memory = nullptr;
+  if (aclError error = device->backend->Malloc(device->ordinal, size, AllowsHugePages(policy), &memory, &reason)) {
+    return Fail(error, kFunction, "cannot allocate %zu bytes for devPtr on device %d (out of memory: %s)", size,
+                static_cast<int>(device_id), reason.c_str());
+  }
+  Register(memory, size, device_id, &RuntimeState::device_memory);
   *devPtr = memory;
   return ACL_SUCCESS;
 }
@@ -217,16 +224,25 @@ aclError aclrtFree(void* devPtr) {
   static const char* const kFunction = "aclrtFree";
   if (devPtr == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "devPtr must not be null");
   RuntimeState& state = State();
+  int32_t device_id = 0;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
     if (aclError error = CheckReleasableLocked(state, kFunction, "devPtr", devPtr, &RuntimeState::device_memory,
                                                &RuntimeState::host_memory, "aclrtMallocHost (use aclrtFreeHost)")) {
       return error;
     }
+    uintptr_t base = 0;
+    size_t size = 0;
+    state.device_memory.Find(devPtr, &base, &size, &device_id);
     state.device_memory.Remove(devPtr);
   }
-  // No waiting: the block carries a fence and is not reused before the work queued until now has finished.
-  pacl::rt::cpu::DeviceBlockCache().Release(devPtr, pacl::rt::PendingWorkFence());
+  // The memory carries a fence: it is not reused before the work queued until now has finished.
+  const pacl::rt::DeviceEntry& device = DeviceOf(device_id);
+  std::string reason;
+  if (aclError error = device.backend->Free(device.ordinal, devPtr, pacl::rt::PendingWorkFence(), &reason)) {
+    return Fail(error, kFunction, "cannot free devPtr %p on device %d: %s", devPtr, static_cast<int>(device_id),
+                reason.c_str());
+  }
   return ACL_SUCCESS;
 }
 
@@ -240,9 +256,16 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
 aclError aclrtFreeHost(void* hostPtr) { return ReleaseHost("aclrtFreeHost", "hostPtr", hostPtr); }
 
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
-  if (aclError error = CheckMemcpy("aclrtMemcpy", dst, destMax, src, count, kind)) return error;
+  static const char* const kFunction = "aclrtMemcpy";
+  if (aclError error = CheckMemcpy(kFunction, dst, destMax, src, count, kind)) return error;
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
   pacl::rt::WaitForAllStreams();  // ordered after the work already enqueued
-  if (count > 0) std::memmove(dst, src, count);
+  std::string reason;
+  if (aclError error = device->backend->Copy(dst, src, count, nullptr, &reason)) {
+    return Fail(error, kFunction, "copying %zu bytes from %p to %p failed: %s", count, src, dst, reason.c_str());
+  }
   return ACL_SUCCESS;
 }
 
@@ -250,32 +273,56 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
                           aclrtStream stream) {
   static const char* const kFunction = "aclrtMemcpyAsync";
   if (aclError error = CheckMemcpy(kFunction, dst, destMax, src, count, kind)) return error;
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
+  pacl::rt::Backend* backend = device->backend;
   return pacl::rt::EnqueueTaskFor(
       kFunction, stream,
-      [dst, src, count] {
-        if (count > 0) std::memmove(dst, src, count);
+      [backend, dst, src, count] {
+        std::string reason;
+        const aclError error = backend->Copy(dst, src, count, pacl::rt::CurrentNativeStream(), &reason);
+        if (error != ACL_SUCCESS) {
+          return Fail(error, "aclrtMemcpyAsync", "copying %zu bytes from %p to %p failed: %s", count, src, dst,
+                      reason.c_str());
+        }
         return ACL_SUCCESS;
       },
-      nullptr);
+      nullptr, device_id);
 }
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
-  if (aclError error = CheckMemset("aclrtMemset", devPtr, maxCount, count)) return error;
+  static const char* const kFunction = "aclrtMemset";
+  if (aclError error = CheckMemset(kFunction, devPtr, maxCount, count)) return error;
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
   pacl::rt::WaitForAllStreams();
-  if (count > 0) std::memset(devPtr, static_cast<unsigned char>(value), count);
+  std::string reason;
+  if (aclError error = device->backend->Fill(devPtr, value, count, nullptr, &reason)) {
+    return Fail(error, kFunction, "setting %zu bytes at %p failed: %s", count, devPtr, reason.c_str());
+  }
   return ACL_SUCCESS;
 }
 
 aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream) {
   static const char* const kFunction = "aclrtMemsetAsync";
   if (aclError error = CheckMemset(kFunction, devPtr, maxCount, count)) return error;
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
+  pacl::rt::Backend* backend = device->backend;
   return pacl::rt::EnqueueTaskFor(
       kFunction, stream,
-      [devPtr, value, count] {
-        if (count > 0) std::memset(devPtr, static_cast<unsigned char>(value), count);
+      [backend, devPtr, value, count] {
+        std::string reason;
+        const aclError error = backend->Fill(devPtr, value, count, pacl::rt::CurrentNativeStream(), &reason);
+        if (error != ACL_SUCCESS) {
+          return Fail(error, "aclrtMemsetAsync", "setting %zu bytes at %p failed: %s", count, devPtr, reason.c_str());
+        }
         return ACL_SUCCESS;
       },
-      nullptr);
+      nullptr, device_id);
 }
 
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
@@ -291,17 +338,14 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
     std::lock_guard<std::mutex> lock(state.mutex);
     if (pacl::rt::CurrentContextLocked(state) == nullptr) return pacl::rt::FailNoContext(kFunction);
   }
-  // The CPU has no HBM: as CANN does on such hardware, HBM queries read the DDR figures. It has no peer devices
-  // (P2P: 0 and 0). Huge pages are transparent huge pages: the same memory, unless the kernel turned them off.
-  *free = 0;
-  *total = 0;
-  const bool p2p = attr_value >= ACL_DDR_MEM_P2P_HUGE;
-  const bool huge = attr == ACL_DDR_MEM_HUGE || attr == ACL_HBM_MEM_HUGE;
-  if (p2p || (huge && !TransparentHugePagesEnabled())) return ACL_SUCCESS;
-  const size_t machine = pacl::rt::MachineMemoryBytes();
-  const size_t cached = pacl::rt::cpu::DeviceBlockCache().Stats().idle_bytes;  // ours to hand out at once
-  *total = machine;
-  *free = std::min(machine, AvailableMemoryBytes() + cached);
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
+  std::string reason;
+  if (aclError error = device->backend->MemInfo(device->ordinal, attr, free, total, &reason)) {
+    return Fail(error, kFunction, "cannot read the memory of device %d: %s", static_cast<int>(device_id),
+                reason.c_str());
+  }
   return ACL_SUCCESS;
 }
 

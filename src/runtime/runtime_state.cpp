@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "backend.h"
 #include "pacl/error.h"
 
 namespace pacl::rt {
@@ -41,14 +42,15 @@ void StopWorkersAtExit() {
 
 }  // namespace
 
-bool AllocationRegistry::Find(const void* p, uintptr_t* base, size_t* size) const {
+bool AllocationRegistry::Find(const void* p, uintptr_t* base, size_t* size, int32_t* device_id) const {
   const uintptr_t address = reinterpret_cast<uintptr_t>(p);
   auto it = blocks_.upper_bound(address);  // first block starting after p
   if (it == blocks_.begin()) return false;
   --it;
-  if (address - it->first >= it->second) return false;
+  if (address - it->first >= it->second.size) return false;
   *base = it->first;
-  *size = it->second;
+  *size = it->second.size;
+  if (device_id != nullptr) *device_id = it->second.device_id;
   return true;
 }
 
@@ -82,9 +84,10 @@ Context* FindContextLocked(RuntimeState& state, const void* handle) {
   return it == state.contexts.end() ? nullptr : it->second.get();
 }
 
-Context* CreateContextLocked(RuntimeState& state, bool is_default) {
+Context* CreateContextLocked(RuntimeState& state, int32_t device_id, bool is_default) {
   auto context = std::make_unique<Context>();
   context->serial = state.next_serial++;
+  context->device_id = device_id;
   context->is_default = is_default;
   Context* raw = context.get();
   state.contexts.emplace(raw, std::move(context));
@@ -101,9 +104,9 @@ std::vector<std::shared_ptr<Stream>> DestroyContextLocked(RuntimeState& state, C
       ++it;
     }
   }
-  if (state.default_context == context) {
-    state.default_context = nullptr;
-    state.default_context_refs = 0;
+  auto default_entry = state.default_contexts.find(context->device_id);
+  if (default_entry != state.default_contexts.end() && default_entry->second.context == context) {
+    state.default_contexts.erase(default_entry);
   }
   state.contexts.erase(context);
   return removed;
@@ -114,8 +117,7 @@ std::vector<std::shared_ptr<Stream>> DestroyAllContextsLocked(RuntimeState& stat
   for (auto& entry : state.streams) removed.push_back(std::move(entry.second));
   state.streams.clear();
   state.contexts.clear();
-  state.default_context = nullptr;
-  state.default_context_refs = 0;
+  state.default_contexts.clear();
   return removed;
 }
 
@@ -136,7 +138,14 @@ std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context
     // Without the handler the workers would simply be abandoned at exit; the runtime still works.
     state.exit_handler_registered = std::atexit(StopWorkersAtExit) == 0;
   }
-  std::shared_ptr<Stream> stream = Stream::Create(state.next_serial++, context, context->serial, is_default, error);
+  const std::vector<DeviceEntry>& devices = Devices();
+  if (context->device_id < 0 || static_cast<size_t>(context->device_id) >= devices.size()) {
+    *error = StrFormat("the context's device %d no longer exists", static_cast<int>(context->device_id));
+    return nullptr;
+  }
+  std::shared_ptr<Stream> stream =
+      Stream::Create(state.next_serial++, context, context->serial, is_default, context->device_id,
+                     devices[static_cast<size_t>(context->device_id)], error);
   if (stream != nullptr) state.streams.emplace(stream->handle(), stream);
   return stream;
 }
@@ -225,9 +234,24 @@ aclError FailNoContext(const char* function) {
 }
 
 aclError CheckDeviceId(const char* function, int32_t device_id) {
-  if (device_id == kOnlyDeviceId) return ACL_SUCCESS;
-  return Fail(ACL_ERROR_RT_INVALID_DEVICEID, function,
-              "deviceId (%d) is invalid: the only device is %d (the CPU)", device_id, kOnlyDeviceId);
+  std::string why;
+  const std::vector<DeviceEntry>& devices = Devices(&why);
+  if (device_id >= 0 && static_cast<size_t>(device_id) < devices.size()) return ACL_SUCCESS;
+  if (devices.empty()) {
+    return Fail(ACL_ERROR_RT_NO_DEVICE, function, "deviceId (%d) is invalid: there is no device (%s)", device_id,
+                why.c_str());
+  }
+  std::string list;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    list += StrFormat("%s%zu: %s", i == 0 ? "" : "; ", i, devices[i].name.c_str());
+  }
+  return Fail(ACL_ERROR_RT_INVALID_DEVICEID, function, "deviceId (%d) is invalid: the devices are %s", device_id,
+              list.c_str());
+}
+
+int32_t CurrentDeviceIdLocked(RuntimeState& state) {
+  const Context* context = CurrentContextLocked(state);
+  return context != nullptr ? context->device_id : 0;
 }
 
 }  // namespace pacl::rt

@@ -25,8 +25,7 @@
 
 namespace pacl::rt {
 
-inline constexpr int32_t kOnlyDeviceId = 0;  // the CPU
-inline constexpr int kOptionCount = 3;       // aclSysParamOpt values 0..2
+inline constexpr int kOptionCount = 3;  // aclSysParamOpt values 0..2
 
 struct OptionSet {
   int64_t value[kOptionCount] = {};
@@ -35,22 +34,35 @@ struct OptionSet {
 
 struct Context {
   uint64_t serial = 0;
+  int32_t device_id = 0;                   // an index into Devices()
   bool is_default = false;                 // the device's default context (aclrtSetDevice)
   std::shared_ptr<Stream> default_stream;  // the nullptr stream, created on first use
   OptionSet options;
 };
 
-// Live allocations, address -> size in bytes.
+// Live allocations: address -> size in bytes and the device they belong to.
 class AllocationRegistry {
  public:
-  void Add(const void* base, size_t size) { blocks_[reinterpret_cast<uintptr_t>(base)] = size; }
+  void Add(const void* base, size_t size, int32_t device_id) {
+    blocks_[reinterpret_cast<uintptr_t>(base)] = Block{size, device_id};
+  }
   // Removes the allocation that starts exactly at base; false if there is none.
   bool Remove(const void* base) { return blocks_.erase(reinterpret_cast<uintptr_t>(base)) != 0; }
   // The allocation containing p (base <= p < base + size); false if none does.
-  bool Find(const void* p, uintptr_t* base, size_t* size) const;
+  bool Find(const void* p, uintptr_t* base, size_t* size, int32_t* device_id = nullptr) const;
 
  private:
-  std::map<uintptr_t, size_t> blocks_;
+  struct Block {
+    size_t size = 0;
+    int32_t device_id = 0;
+  };
+  std::map<uintptr_t, Block> blocks_;
+};
+
+// A device's default context (aclrtSetDevice / aclrtResetDevice count references to it).
+struct DefaultContext {
+  Context* context = nullptr;
+  int refs = 0;
 };
 
 struct RuntimeState {
@@ -60,8 +72,7 @@ struct RuntimeState {
   bool exit_handler_registered = false;
   uint64_t next_serial = 1;
   std::unordered_map<const void*, std::unique_ptr<Context>> contexts;  // by handle
-  Context* default_context = nullptr;
-  int default_context_refs = 0;
+  std::map<int32_t, DefaultContext> default_contexts;  // by device id
   std::unordered_map<const void*, std::shared_ptr<Stream>> streams;  // by handle, default streams included
   std::unordered_map<const void*, std::shared_ptr<Event>> events;    // by handle
   OptionSet process_options;
@@ -81,7 +92,7 @@ void SetCurrentContextRef(const void* handle, uint64_t serial);
 
 // A live context by handle, or nullptr.
 Context* FindContextLocked(RuntimeState& state, const void* handle);
-Context* CreateContextLocked(RuntimeState& state, bool is_default);
+Context* CreateContextLocked(RuntimeState& state, int32_t device_id, bool is_default);
 // Removes context and its streams from the registries; returns the streams, which the caller shuts down
 // after releasing the mutex.
 std::vector<std::shared_ptr<Stream>> DestroyContextLocked(RuntimeState& state, Context* context);
@@ -95,8 +106,10 @@ std::shared_ptr<Stream> DefaultStreamLocked(RuntimeState& state, Context* contex
 std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context, bool is_default,
                                            std::string* error);
 // Enqueues task on stream (nullptr: the current context's default stream) like EnqueueTask, with failures
-// recorded under function's name; *used (if not null) receives the stream.
-aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used);
+// recorded under function's name; *used (if not null) receives the stream. expected_device >= 0: the stream must
+// belong to that device (ACL_ERROR_RT_STREAM_CONTEXT otherwise).
+aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used,
+                        int32_t expected_device = -1);
 
 // Every live stream, oldest first.
 std::vector<std::shared_ptr<Stream>> AllStreamsLocked(RuntimeState& state);
@@ -118,8 +131,10 @@ aclError Fail(aclError code, const char* function, const char* format, ...) __at
 // The message used when the calling thread has no current context.
 aclError FailNoContext(const char* function);
 
-// Validates a device id; records a message naming function on failure.
+// Validates a device id against Devices(); records a message naming function on failure.
 aclError CheckDeviceId(const char* function, int32_t device_id);
+// The device of the calling thread's current context, or device 0 when it has none. Expects the mutex.
+int32_t CurrentDeviceIdLocked(RuntimeState& state);
 
 // Clears the calling thread's pending error messages (a worker does so after each task).
 void ClearRecentErrorMessages();

@@ -5,14 +5,31 @@
 #include <utility>
 #include <vector>
 
+#include "backend.h"
 #include "pacl/error.h"
 #include "runtime_state.h"
 
 namespace pacl::rt {
 
+namespace {
+
+// The native stream of the task running on this thread (CurrentNativeStream).
+thread_local void* t_native_stream = nullptr;
+
+}  // namespace
+
+void* CurrentNativeStream() { return t_native_stream; }
+
 std::shared_ptr<Stream> Stream::Create(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
-                                       bool is_default, std::string* error) {
-  std::shared_ptr<Stream> stream(new Stream(serial, owner_handle, owner_serial, is_default));
+                                       bool is_default, int32_t device_id, const DeviceEntry& device,
+                                       std::string* error) {
+  std::shared_ptr<Stream> stream(
+      new Stream(serial, owner_handle, owner_serial, is_default, device.backend, device.ordinal));
+  stream->device_id_ = device_id;
+  if (device.backend->CreateNativeStream(device.ordinal, &stream->native_stream_, error) != ACL_SUCCESS) {
+    stream->joined_ = true;  // no worker to join
+    return nullptr;
+  }
   try {
     stream->worker_ = std::thread([raw = stream.get()] { raw->WorkerLoop(); });
   } catch (const std::system_error& e) {
@@ -24,10 +41,19 @@ std::shared_ptr<Stream> Stream::Create(uint64_t serial, const void* owner_handle
   return stream;
 }
 
-Stream::Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default)
-    : serial_(serial), owner_handle_(owner_handle), owner_serial_(owner_serial), is_default_(is_default) {}
+Stream::Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default, Backend* backend,
+               int ordinal)
+    : serial_(serial),
+      owner_handle_(owner_handle),
+      owner_serial_(owner_serial),
+      is_default_(is_default),
+      backend_(backend),
+      ordinal_(ordinal) {}
 
-Stream::~Stream() { Shutdown(/*discard_pending=*/false); }
+Stream::~Stream() {
+  Shutdown(/*discard_pending=*/false);
+  if (native_stream_ != nullptr) backend_->DestroyNativeStream(ordinal_, native_stream_);
+}
 
 bool Stream::Enqueue(Task task) {
   {
@@ -88,6 +114,9 @@ void Stream::Shutdown(bool discard_pending) {
 
 void Stream::WorkerLoop() {
   SetCurrentContextRef(owner_handle_, owner_serial_);
+  t_native_stream = native_stream_;
+  std::string activation_error;
+  const aclError activation = backend_->Activate(ordinal_, &activation_error);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     work_available_.wait(lock, [&] { return !queue_.empty() || stopping_; });
@@ -95,7 +124,16 @@ void Stream::WorkerLoop() {
     Task task = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    RunOne(task);
+    if (activation == ACL_SUCCESS) {
+      RunOne(task);
+    } else {
+      // Every task fails with the reason rather than running on the wrong device.
+      std::lock_guard<std::mutex> failure_lock(mutex_);
+      if (failure_.code == ACL_SUCCESS) {
+        failure_.code = activation;
+        failure_.message = StrFormat("stream %p cannot use its device: %s", handle(), activation_error.c_str());
+      }
+    }
     task = nullptr;  // release the task's captures before reporting it complete
     lock.lock();
     ++completed_;
@@ -120,6 +158,12 @@ void Stream::RunOne(Task& task) {
   } catch (...) {
     code = ACL_ERROR_INTERNAL_ERROR;
     message = StrFormat("a task on stream %p threw an unknown exception", handle());
+  }
+  if (code == ACL_SUCCESS && native_stream_ != nullptr) {
+    // The task's device work is part of it: it completes when that has.
+    std::string device_error;
+    code = backend_->SynchronizeNativeStream(ordinal_, native_stream_, &device_error);
+    if (code != ACL_SUCCESS) message = StrFormat("device work of a task on stream %p failed: %s", handle(), device_error.c_str());
   }
   // Messages a task leaves on the worker thread belong to that task alone.
   ClearRecentErrorMessages();

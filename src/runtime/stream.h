@@ -15,6 +15,9 @@
 
 namespace pacl::rt {
 
+struct DeviceEntry;
+class Backend;
+
 // The first failure a stream saw since it was last synchronised.
 struct StreamFailure {
   aclError code = ACL_SUCCESS;
@@ -23,10 +26,13 @@ struct StreamFailure {
 
 class Stream {
  public:
-  // Starts the worker thread; returns nullptr (with *error set) when the thread cannot be started.
-  // Tasks run with `owner` as the worker's current context, so they see that context's options.
+  // Creates the device's native stream (if it has them) and starts the worker thread; returns nullptr (with *error
+  // set) when either fails. Tasks run with `owner` as the worker's current context, so they see that context's
+  // options, and with the device active on the worker; after each task the worker waits for the device work the
+  // task enqueued on the native stream, so a task completes when its device work has.
   static std::shared_ptr<Stream> Create(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
-                                        bool is_default, std::string* error);
+                                        bool is_default, int32_t device_id, const DeviceEntry& device,
+                                        std::string* error);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -35,6 +41,8 @@ class Stream {
   const void* owner_handle() const { return owner_handle_; }
   bool is_default() const { return is_default_; }
   const void* handle() const { return this; }
+  void* native_stream() const { return native_stream_; }
+  int32_t device_id() const { return device_id_; }
 
   // Appends task; false when the stream is shutting down.
   bool Enqueue(Task task);
@@ -53,7 +61,8 @@ class Stream {
   void Shutdown(bool discard_pending);
 
  private:
-  Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default);
+  Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default, Backend* backend,
+         int ordinal);
   void WorkerLoop();
   void RunOne(Task& task);
 
@@ -61,6 +70,10 @@ class Stream {
   const void* const owner_handle_;
   const uint64_t owner_serial_;
   const bool is_default_;
+  int32_t device_id_ = 0;  // the index of its device in Devices()
+  Backend* const backend_;
+  const int ordinal_;
+  void* native_stream_ = nullptr;
 
   std::mutex mutex_;
   std::condition_variable work_available_;

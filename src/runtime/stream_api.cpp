@@ -93,7 +93,12 @@ aclError EnqueueTask(aclrtStream stream, Task task) {
   return EnqueueTaskFor("pacl::rt::EnqueueTask", stream, std::move(task), nullptr);
 }
 
-aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used) {
+aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t device_id, Task task) {
+  return EnqueueTaskFor("pacl::rt::EnqueueTask", stream, std::move(task), nullptr, device_id);
+}
+
+aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used,
+                        int32_t expected_device) {
   if (!task) return Fail(ACL_ERROR_INVALID_PARAM, function, "task must not be empty");
   RuntimeState& state = State();
   std::shared_ptr<Stream> found;
@@ -112,6 +117,12 @@ aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std
       found = FindUserStreamLocked(state, stream);
       if (found == nullptr) return FailUnknownStream(function, stream);
     }
+  }
+  if (expected_device >= 0 && found->device_id() != expected_device) {
+    return Fail(ACL_ERROR_RT_STREAM_CONTEXT, function,
+                "stream %p belongs to device %d, but the work is for device %d (set that device, or use one of its "
+                "streams)",
+                found->handle(), static_cast<int>(found->device_id()), static_cast<int>(expected_device));
   }
   if (!found->Enqueue(std::move(task))) {
     return Fail(ACL_ERROR_INVALID_PARAM, function, "stream %p is being destroyed", found->handle());

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "acl/acl_base.h"
 #include "acl/acl_rt.h"
@@ -22,6 +23,11 @@ using Task = std::function<aclError()>;
 // The task runs with the stream's context current. Fails (with a message) for an unknown stream, or for nullptr
 // when the calling thread has no current context; an explicit stream may be used from any thread.
 PACL_INTERNAL_API aclError EnqueueTask(aclrtStream stream, Task task);
+// The same, for work of device device_id (an aclrt device id): a stream of another device is refused
+// (ACL_ERROR_RT_STREAM_CONTEXT, with a message naming both devices).
+PACL_INTERNAL_API aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t device_id, Task task);
+// The native stream (cudaStream_t) of the aclrtStream whose task runs on the calling thread; nullptr on the CPU.
+PACL_INTERNAL_API void* CurrentNativeStream();
 
 // Whether ACL_OPT_DETERMINISTIC is on for the calling thread: its current context's value if that context set
 // one, else the process-wide value (aclrtSetSysParamOpt), else true: this library is deterministic unless an
@@ -38,6 +44,10 @@ struct DeviceRef {
   DeviceKind kind = DeviceKind::kCpu;
   int32_t id = 0;
 };
+
+// Whether a kernel of device can read and write memory at p (always, on the CPU); false with *why saying what p is
+// instead ("host memory: ...", "memory of CUDA device 1").
+PACL_INTERNAL_API bool DeviceCanAccess(DeviceRef device, const void* p, std::string* why);
 
 // The device of the calling thread's current context (phase 1 binds an operator call to it); the CPU, device 0,
 // when the thread has no current context.

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The whole GPU run, on a machine with an NVIDIA GPU (the device tool's): unpacks the dependencies from .gpu-debs/
+# (scripts/gpu_deps.sh made them), builds with the CUDA backend for sm_90, runs the CUDA device tests, the runtime,
+# base and operator tests (CPU and, where they apply, the GPU), the CUDA device tests under compute-sanitizer, the
+# allocator benchmark on both devices, and writes docs/cuda.md (and a copy with the logs under $OUT when set).
+#
+#   scripts/gpu_check.sh [build-dir]      (default build-gpu)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-${root}/build-gpu}"
+out="${OUT:-${root}/out}"
+mkdir -p "${out}"
+log="${out}/gpu_check.log"
+: > "${log}"
+step() { echo "=== $*" | tee -a "${log}"; }
+run() { "$@" 2>&1 | tee -a "${log}"; return "${PIPESTATUS[0]}"; }
+
+prefix="${root}/.gpu-prefix"
+if [[ -d "${root}/.gpu-debs" ]]; then
+  step "unpacking .gpu-debs into ${prefix}"
+  mkdir -p "${prefix}"
+  for deb in "${root}"/.gpu-debs/*.deb; do dpkg -x "${deb}" "${prefix}"; done
+fi
+export CMAKE_PREFIX_PATH="${prefix}/usr:${CMAKE_PREFIX_PATH:-}"
+export LD_LIBRARY_PATH="${prefix}/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+
+step "configure (PACL_CUDA=ON, sm_90)"
+run cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_WARNINGS_AS_ERRORS=ON -DPACL_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 || exit 1
+step "build"
+run cmake --build "${build}" -j "$(nproc)" || exit 1
+
+status=0
+results=()
+record() {  # name, command...
+  local name="$1"
+  shift
+  step "${name}"
+  if run "$@"; then results+=("| ${name} | passed |"); else results+=("| ${name} | FAILED |"); status=1; fi
+}
+record "CUDA device tests (device 0 = GPU)" "${build}/tests/cuda_device_tests"
+record "runtime tests on the GPU device table" "${build}/tests/runtime_tests" --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
+record "runtime tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
+record "base tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
+record "operator tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
+if command -v compute-sanitizer > /dev/null; then
+  record "compute-sanitizer memcheck: CUDA device tests" compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "${build}/tests/cuda_device_tests"
+else
+  results+=("| compute-sanitizer | not installed |")
+fi
+step "allocator benchmark"
+bench_gpu="$(ACLNN_DEVICE=cuda "${build}/bench/allocator_bench" --benchmark_min_time=0.2 2>&1 | tee -a "${log}" | tail -1)"
+bench_cpu="$(ACLNN_DEVICE=cpu "${build}/bench/allocator_bench" --benchmark_min_time=0.2 2>&1 | tee -a "${log}" | tail -1)"
+
+gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+commit="$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+dirty="$(git -C "${root}" status --porcelain 2>/dev/null | grep -c . || true)"
+{
+  echo "# The CUDA device: the last GPU run"
+  echo
+  echo "Written by \`scripts/gpu_check.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Rerun it on a GPU machine to refresh it."
+  echo
+  echo "- GPU: ${gpu:-unknown} (name, memory, driver)"
+  echo "- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+  echo "- commit: ${commit}$([[ "${dirty}" != 0 ]] && echo " with ${dirty} changed files")"
+  echo
+  echo "| suite | result |"
+  echo "| --- | --- |"
+  printf '%s\n' "${results[@]}"
+  echo
+  echo "Allocator (64 MiB aclrtMalloc + aclrtMemset + aclrtFree per iteration, against aligned_alloc + memset + free"
+  echo "on the host):"
+  echo
+  echo "- GPU (ACLNN_DEVICE=cuda): ${bench_gpu}"
+  echo "- CPU (ACLNN_DEVICE=cpu): ${bench_cpu}"
+} > "${root}/docs/cuda.md"
+cp "${root}/docs/cuda.md" "${out}/cuda.md"
+cat "${root}/docs/cuda.md"
+exit "${status}"

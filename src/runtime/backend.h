@@ -1,0 +1,87 @@
+// The device seam of the runtime: what each kind of device (cpu/, cuda/) provides, and the table that numbers the
+// devices an application sees.
+//
+// NOTE: the runtime's own machinery - contexts, aclrtStreams (a FIFO with a worker thread each), events, the
+// registries that make bad pointers and handles clear errors - is shared by every device. A backend adds memory,
+// copies, memory info and, where the device has one, a native stream per aclrtStream: its worker enqueues the
+// device work of a task on that native stream and waits for it before the task counts as complete, so events,
+// synchronisation and the freeing of memory behave on a GPU as they do on the CPU (a first version: one host
+// round trip per task; issue 14's kernels can keep the worker ahead with native events).
+//
+// Devices (aclrtGetDeviceCount, aclrtSetDevice), numbered once per process: ACLNN_DEVICE, else the
+// "portable_aclnn"."device" key of aclInit's configuration file, chooses. Unset or "auto": the CUDA GPUs when this build
+// the CUDA GPUs when this build has the CUDA backend and the driver reports at least one, otherwise the CPU alone;
+// "cpu" forces the CPU, "cuda" the GPUs (none visible: no device, every aclrtSetDevice fails with the driver's
+// reason).
+#ifndef PACL_RUNTIME_BACKEND_H_
+#define PACL_RUNTIME_BACKEND_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acl/acl_base.h"
+#include "acl/acl_rt.h"
+#include "pacl/runtime.h"
+#include "stream.h"
+
+namespace pacl::rt {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceKind kind() const = 0;
+
+  // Memory of device `ordinal` (the backend's own numbering). Failures return an aclError and say why in *error
+  // (a CUDA failure carries CUDA's error name and text). fence: the work queued when the application freed the
+  // memory; the backend does not reuse or release it before that work has finished.
+  virtual aclError Malloc(int ordinal, size_t size, bool huge_pages, void** ptr, std::string* error) = 0;
+  virtual aclError Free(int ordinal, void* ptr, StreamFence fence, std::string* error) = 0;
+  // Page-locked host memory where the device has it (the CPU: ordinary memory).
+  virtual aclError MallocHost(size_t size, void** ptr, std::string* error) = 0;
+  virtual aclError FreeHost(void* ptr, std::string* error) = 0;
+  // count bytes; native_stream nullptr: now (synchronously), else enqueued on it.
+  virtual aclError Copy(void* dst, const void* src, size_t count, void* native_stream, std::string* error) = 0;
+  virtual aclError Fill(void* dst, int value, size_t count, void* native_stream, std::string* error) = 0;
+  virtual aclError MemInfo(int ordinal, aclrtMemAttr attr, size_t* free, size_t* total, std::string* error) = 0;
+  // Gives cached memory back to the system (aclrtResetDevice, aclFinalize).
+  virtual void ReleaseCachedMemory(int ordinal) = 0;
+
+  // Native streams (nullptr where the device has none: the CPU runs a task on the worker thread itself).
+  virtual aclError CreateNativeStream(int ordinal, void** native, std::string* error) = 0;
+  virtual void DestroyNativeStream(int ordinal, void* native) = 0;
+  // Waits until the device work enqueued on native has finished.
+  virtual aclError SynchronizeNativeStream(int ordinal, void* native, std::string* error) = 0;
+  // Makes device `ordinal` current on the calling thread (CUDA: cudaSetDevice) before device work is issued.
+  virtual aclError Activate(int ordinal, std::string* error) = 0;
+  // Whether a kernel of device `ordinal` can read and write memory at p; false with *why saying what p is (host
+  // memory, another GPU's memory).
+  virtual bool CanAccess(int ordinal, const void* p, std::string* why) = 0;
+};
+
+// One device as applications number it.
+struct DeviceEntry {
+  DeviceKind kind = DeviceKind::kCpu;
+  int ordinal = 0;   // the backend's own number (CUDA's device ordinal)
+  std::string name;  // "CPU (x86_64, 2 threads)", "CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90)"
+  Backend* backend = nullptr;
+};
+
+// The devices, built on first use from ACLNN_DEVICE and what the backends find (see the NOTE). When the table is
+// empty, *why says why (e.g. ACLNN_DEVICE=cuda but no GPU or driver).
+const std::vector<DeviceEntry>& Devices(std::string* why = nullptr);
+// The "portable_aclnn"."device" choice of aclInit's configuration file ("cpu", "cuda", "auto"), which ACLNN_DEVICE
+// overrides. False (with *error) when the devices were already numbered for another choice.
+bool ConfigureDeviceChoice(const std::string& choice, std::string* error);
+
+Backend& CpuBackend();
+// The CUDA backend, or nullptr when this build has none. *error (if not null) says why there is none.
+Backend* CudaBackend();
+// The CUDA devices the driver reports (0 without a driver or GPU; *why then says why), their names.
+int CudaDeviceCount(std::string* why);
+std::string CudaDeviceName(int ordinal);
+
+}  // namespace pacl::rt
+
+#endif  // PACL_RUNTIME_BACKEND_H_

@@ -1,0 +1,225 @@
+// The runtime on a CUDA device (device 0 a GPU: ACLNN_DEVICE unset, auto or cuda, a build with the CUDA backend, a
+// GPU and a driver). Skipped elsewhere. Device memory is only touched through the API (copies and sets), never
+// dereferenced on the host. scripts/gpu_check.sh runs this suite on a GPU machine.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_scaled_masked_softmax.h"
+#include "pacl/runtime.h"
+
+namespace {
+
+std::string TakeErrors() {
+  const char* text = aclGetRecentErrMsg();
+  return text != nullptr ? std::string(text) : std::string();
+}
+
+bool Mentions(const std::string& message, const char* part) { return message.find(part) != std::string::npos; }
+
+class CudaDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    uint32_t count = 0;
+    if (aclrtGetDeviceCount(&count) != ACL_SUCCESS || count == 0) {
+      GTEST_SKIP() << "no device: " << TakeErrors();
+    }
+    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS) << TakeErrors();
+    set_ = true;
+    if (pacl::rt::CurrentDevice().kind != pacl::rt::DeviceKind::kCuda) {
+      GTEST_SKIP() << "device 0 is not a CUDA GPU (a build without the CUDA backend, no GPU, or ACLNN_DEVICE=cpu)";
+    }
+  }
+  void TearDown() override {
+    if (set_) {
+      EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS) << TakeErrors();
+    }
+  }
+  static std::vector<unsigned char> RandomBytes(size_t count, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::vector<unsigned char> bytes(count);
+    for (auto& byte : bytes) byte = static_cast<unsigned char>(rng());
+    return bytes;
+  }
+  bool set_ = false;
+};
+
+TEST_F(CudaDeviceTest, CopiesEveryKindAndSets) {
+  constexpr size_t kBytes = (size_t{1} << 20) + 37;
+  const std::vector<unsigned char> data = RandomBytes(kBytes, 1);
+  void* a = nullptr;
+  void* b = nullptr;
+  ASSERT_EQ(aclrtMalloc(&a, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS) << TakeErrors();
+  ASSERT_EQ(aclrtMalloc(&b, kBytes, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_SUCCESS) << TakeErrors();
+  ASSERT_EQ(aclrtMemcpy(a, kBytes, data.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS) << TakeErrors();
+  ASSERT_EQ(aclrtMemcpy(b, kBytes, a, kBytes, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_SUCCESS) << TakeErrors();
+  ASSERT_EQ(aclrtMemset(static_cast<char*>(b) + 100, kBytes - 100, 0xAB, 1000), ACL_SUCCESS) << TakeErrors();
+  std::vector<unsigned char> back(kBytes, 0);
+  ASSERT_EQ(aclrtMemcpy(back.data(), kBytes, b, kBytes, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS) << TakeErrors();
+  for (size_t i = 0; i < kBytes; ++i) {
+    ASSERT_EQ(back[i], i >= 100 && i < 1100 ? 0xAB : data[i]) << i;
+  }
+  // The registry still guards device memory: an overrun is refused before CUDA sees it.
+  EXPECT_EQ(aclrtMemcpy(a, kBytes + 1, data.data(), kBytes + 1, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), "overruns"));
+  EXPECT_EQ(aclrtFree(a), ACL_SUCCESS) << TakeErrors();
+  EXPECT_EQ(aclrtFree(b), ACL_SUCCESS) << TakeErrors();
+  EXPECT_EQ(aclrtFree(a), ACL_ERROR_INVALID_PARAM);  // double free
+  EXPECT_TRUE(Mentions(TakeErrors(), "already freed"));
+}
+
+TEST_F(CudaDeviceTest, AsyncWorkOnStreamsWithEvents) {
+  constexpr size_t kBytes = size_t{8} << 20;
+  void* host = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&host, kBytes), ACL_SUCCESS) << TakeErrors();  // pinned
+  const std::vector<unsigned char> data = RandomBytes(kBytes, 2);
+  std::memcpy(host, data.data(), kBytes);
+  void* device = nullptr;
+  ASSERT_EQ(aclrtMalloc(&device, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS) << TakeErrors();
+  aclrtStream stream = nullptr;
+  aclrtStream other = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&stream), ACL_SUCCESS) << TakeErrors();
+  ASSERT_EQ(aclrtCreateStream(&other), ACL_SUCCESS) << TakeErrors();
+  aclrtEvent start = nullptr;
+  aclrtEvent end = nullptr;
+  ASSERT_EQ(aclrtCreateEvent(&start), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateEvent(&end), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(start, stream), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemcpyAsync(device, kBytes, host, kBytes, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemsetAsync(device, kBytes, 0x11, 4096, stream), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(end, stream), ACL_SUCCESS);
+  // The other stream reads back only after the first one reached the event.
+  std::vector<unsigned char> back(kBytes, 0);
+  ASSERT_EQ(aclrtStreamWaitEvent(other, end), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemcpyAsync(back.data(), kBytes, device, kBytes, ACL_MEMCPY_DEVICE_TO_HOST, other), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(other), ACL_SUCCESS) << TakeErrors();
+  for (size_t i = 0; i < kBytes; ++i) {
+    ASSERT_EQ(back[i], i < 4096 ? 0x11 : data[i]) << i;
+  }
+  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  ASSERT_EQ(aclrtQueryEventStatus(end, &status), ACL_SUCCESS);
+  EXPECT_EQ(status, ACL_EVENT_RECORDED_STATUS_COMPLETE);
+  float ms = -1;
+  ASSERT_EQ(aclrtEventElapsedTime(&ms, start, end), ACL_SUCCESS) << TakeErrors();
+  EXPECT_GE(ms, 0.0f);
+  EXPECT_EQ(aclrtFree(device), ACL_SUCCESS);  // with no work pending: no wait
+  EXPECT_EQ(aclrtFree(host), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), "aclrtMallocHost"));
+  EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS) << TakeErrors();
+  EXPECT_EQ(aclrtDestroyEvent(start), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyEvent(end), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(other), ACL_SUCCESS);
+}
+
+// The pool keeps freed memory: a loop of 256 MiB allocations and frees does not use more and more of the GPU.
+TEST_F(CudaDeviceTest, FreedMemoryStaysInThePool) {
+  size_t free_before = 0, total = 0;
+  ASSERT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &free_before, &total), ACL_SUCCESS) << TakeErrors();
+  EXPECT_GT(total, size_t{1} << 30);
+  EXPECT_LE(free_before, total);
+  for (int i = 0; i < 20; ++i) {
+    void* p = nullptr;
+    ASSERT_EQ(aclrtMalloc(&p, size_t{256} << 20, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS) << TakeErrors();
+    ASSERT_EQ(aclrtMemset(p, size_t{256} << 20, 0, size_t{256} << 20), ACL_SUCCESS) << TakeErrors();
+    ASSERT_EQ(aclrtFree(p), ACL_SUCCESS) << TakeErrors();
+  }
+  size_t free_after = 0;
+  ASSERT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &free_after, &total), ACL_SUCCESS);
+  EXPECT_GE(free_after + (size_t{512} << 20), free_before);  // at most one block (plus slack) kept
+  size_t p2p_free = 1, p2p_total = 1;
+  ASSERT_EQ(aclrtGetMemInfo(ACL_HBM_MEM_P2P_NORMAL, &p2p_free, &p2p_total), ACL_SUCCESS);
+  EXPECT_EQ(p2p_total, 0u);
+}
+
+// A host pointer given to a device function, or a stream of another device: a status and a message, no crash.
+TEST_F(CudaDeviceTest, BadPointersAndStreamsGetErrors) {
+  std::vector<unsigned char> host(4096, 1);
+  const aclError status = aclrtMemset(host.data(), host.size(), 0, host.size());
+  if (status != ACL_SUCCESS) {  // systems with HMM may accept pageable host memory
+    EXPECT_TRUE(Mentions(TakeErrors(), "cudaMemset")) << status;
+  }
+  uint32_t count = 0;
+  ASSERT_EQ(aclrtGetDeviceCount(&count), ACL_SUCCESS);
+  if (count < 2) return;
+  aclrtStream stream_of_1 = nullptr;
+  ASSERT_EQ(aclrtSetDevice(1), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateStream(&stream_of_1), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  void* device = nullptr;
+  ASSERT_EQ(aclrtMalloc(&device, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemsetAsync(device, 64, 0, 64, stream_of_1), ACL_ERROR_RT_STREAM_CONTEXT);
+  EXPECT_TRUE(Mentions(TakeErrors(), "belongs to device 1"));
+  EXPECT_EQ(aclrtFree(device), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyStream(stream_of_1), ACL_SUCCESS);
+  EXPECT_EQ(aclrtResetDevice(1), ACL_SUCCESS);
+}
+
+// The operators have no CUDA kernels yet (the next issue): phase 1 says so, naming the operator, dtype and device.
+TEST_F(CudaDeviceTest, OperatorsWithoutACudaKernelSaySo) {
+  const int64_t shape[4] = {1, 1, 2, 8};
+  const int64_t strides[4] = {16, 16, 8, 1};
+  void* x_data = nullptr;
+  void* y_data = nullptr;
+  void* mask_data = nullptr;
+  ASSERT_EQ(aclrtMalloc(&x_data, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&y_data, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&mask_data, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  aclTensor* x = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, x_data);
+  aclTensor* y = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, y_data);
+  aclTensor* mask = aclCreateTensor(shape, 4, ACL_BOOL, strides, 0, ACL_FORMAT_ND, shape, 4, mask_data);
+  ASSERT_NE(x, nullptr);
+  uint64_t workspace = 0;
+  aclOpExecutor* executor = nullptr;
+  EXPECT_EQ(aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, 1.0, false, y, &workspace, &executor), 161002);
+  const std::string message = TakeErrors();
+  EXPECT_TRUE(Mentions(message, "aclnnScaledMaskedSoftmax: no implementation for FLOAT on device 0 (CUDA)"))
+      << message;
+  aclDestroyTensor(x);
+  aclDestroyTensor(y);
+  aclDestroyTensor(mask);
+  EXPECT_EQ(aclrtFree(x_data), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(y_data), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(mask_data), ACL_SUCCESS);
+}
+
+}  // namespace
+
+namespace {
+
+// Tensor data that a GPU kernel cannot use (host memory, pinned host memory) is refused in phase 1.
+TEST_F(CudaDeviceTest, HostDataIsRefusedInPhaseOne) {
+  const int64_t shape[4] = {1, 1, 2, 8};
+  const int64_t strides[4] = {16, 16, 8, 1};
+  std::vector<float> host_x(16, 0.5f);
+  void* pinned = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&pinned, 64), ACL_SUCCESS);
+  void* device_y = nullptr;
+  void* device_mask = nullptr;
+  ASSERT_EQ(aclrtMalloc(&device_y, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMalloc(&device_mask, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  for (void* x_data : {static_cast<void*>(host_x.data()), pinned}) {
+    aclTensor* x = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, x_data);
+    aclTensor* y = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, device_y);
+    aclTensor* mask = aclCreateTensor(shape, 4, ACL_BOOL, strides, 0, ACL_FORMAT_ND, shape, 4, device_mask);
+    uint64_t workspace = 0;
+    aclOpExecutor* executor = nullptr;
+    EXPECT_EQ(aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, 1.0, false, y, &workspace, &executor), 161002);
+    const std::string message = TakeErrors();
+    EXPECT_TRUE(Mentions(message, "x data")) << message;
+    EXPECT_TRUE(Mentions(message, "is not memory of device 0 (CUDA)")) << message;
+    aclDestroyTensor(x);
+    aclDestroyTensor(y);
+    aclDestroyTensor(mask);
+  }
+  EXPECT_EQ(aclrtFreeHost(pinned), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(device_y), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFree(device_mask), ACL_SUCCESS);
+}
+
+}  // namespace
