@@ -62,11 +62,16 @@ bool OpChecker::Tensor(const aclTensor* t, const char* param) {
          StrFormat("%s data must not be null (the tensor has shape %s)", param, t->desc.ShapeString().c_str()));
     return false;
   }
+  std::string why;
+  if (t->desc.data != nullptr && t->desc.NumElements() > 0 && rt::IsFreedDeviceMemory(t->desc.data, &why)) {
+    Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s data %p lies in %s: a tensor's data must be live memory", param,
+                                            t->desc.data, why.c_str()));
+    return false;
+  }
   if (!device_known_) {
     device_ = rt::CurrentDevice();
     device_known_ = true;
   }
-  std::string why;
   if (device_.kind != rt::DeviceKind::kCpu && t->desc.data != nullptr &&
       !rt::DeviceCanAccess(device_, t->desc.data, &why)) {
     Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s data %p is not memory of device %d (%s): it is %s", param, t->desc.data,

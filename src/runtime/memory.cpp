@@ -22,6 +22,7 @@
 #include "acl/acl.h"
 #include "backend.h"
 #include "cpu/block_cache.h"
+#include "pacl/error.h"
 #include "pacl/runtime.h"
 #include "runtime_state.h"
 
@@ -352,6 +353,25 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
 }  // extern "C"
 
 namespace pacl::rt {
+
+bool IsFreedDeviceMemory(const void* p, std::string* what) {
+  {
+    RuntimeState& state = State();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    uintptr_t base = 0;
+    size_t size = 0;
+    if (state.device_memory.Find(p, &base, &size)) return false;  // live (a block may be handed out again)
+  }
+  // On the CPU a freed block stays mapped in the block cache until it is reused or given back, so a pointer into
+  // an idle block can only come from an allocation that was freed. (Freed GPU memory goes back to a pool shared
+  // with the rest of the process, so it is not tracked.)
+  uintptr_t block = 0;
+  size_t bytes = 0;
+  if (!cpu::DeviceBlockCache().FindIdle(p, &block, &bytes)) return false;
+  *what = StrFormat("memory freed by aclrtFree (an idle block of %zu bytes at %p, kept for reuse)", bytes,
+                    reinterpret_cast<void*>(block));
+  return true;
+}
 
 MemoryCacheStats DeviceMemoryCacheStats() { return cpu::DeviceBlockCache().Stats(); }
 

@@ -112,3 +112,42 @@ TEST_F(ImplementationListTest, NoEntryForTheDtypeOnThisDevice) {
 }
 
 }  // namespace
+
+namespace {
+
+// Phase 1 refuses tensor data in memory that aclrtFree released (while the block cache keeps it): a use after free
+// that would otherwise compute on stale memory. Once the block is allocated again, the same address is fine.
+TEST(OpCheckerTensor, FreedDeviceMemoryIsRefused) {
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  const int64_t shape[1] = {256};
+  const int64_t strides[1] = {1};
+  void* data = nullptr;
+  ASSERT_EQ(aclrtMalloc(&data, 1024, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  aclTensor* tensor = aclCreateTensor(shape, 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 1, data);
+  ASSERT_NE(tensor, nullptr);
+  {
+    pacl::OpChecker check("aclnnListedOp");
+    EXPECT_TRUE(check.Tensor(tensor, "x"));
+  }
+  ASSERT_EQ(aclrtFree(data), ACL_SUCCESS);
+  {
+    pacl::OpChecker check("aclnnListedOp");
+    EXPECT_FALSE(check.Tensor(tensor, "x"));
+    EXPECT_EQ(check.status(), ACLNN_ERR_PARAM_INVALID);
+    const std::string message = TakeMessages();
+    EXPECT_NE(message.find("aclnnListedOp: x data"), std::string::npos) << message;
+    EXPECT_NE(message.find("freed by aclrtFree"), std::string::npos) << message;
+  }
+  void* again = nullptr;
+  ASSERT_EQ(aclrtMalloc(&again, 1024, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  EXPECT_EQ(again, data);  // the cached block comes back
+  {
+    pacl::OpChecker check("aclnnListedOp");
+    EXPECT_TRUE(check.Tensor(tensor, "x")) << TakeMessages();
+  }
+  aclDestroyTensor(tensor);
+  EXPECT_EQ(aclrtFree(again), ACL_SUCCESS);
+  EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+}
+
+}  // namespace

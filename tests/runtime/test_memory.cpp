@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -444,6 +445,38 @@ TEST_F(MemoryTest, ConcurrentAllocationAndCopies) {
     });
   }
   for (auto& thread : threads) thread.join();
+}
+
+}  // namespace
+
+namespace {
+
+// ACLNN_MEMORY_CACHE_LIMIT bounds the idle bytes (read once per process: each setting runs in a child). Returns 0
+// when the cache keeps exactly the blocks that fit.
+int CacheKeepsWhatFits(size_t limit) {
+  if (aclrtSetDevice(0) != ACL_SUCCESS) return 1;
+  void* large = nullptr;
+  void* small = nullptr;
+  if (aclrtMalloc(&large, size_t{4} << 20, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) return 2;
+  if (aclrtMalloc(&small, size_t{256} << 10, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) return 3;
+  if (aclrtFree(large) != ACL_SUCCESS || aclrtFree(small) != ACL_SUCCESS) return 4;
+  const pacl::rt::MemoryCacheStats stats = pacl::rt::DeviceMemoryCacheStats();
+  if (stats.idle_bytes > limit) return 5;
+  const size_t expected = limit >= (size_t{4} << 20) + (size_t{256} << 10) ? 2 : limit >= (size_t{256} << 10) ? 1 : 0;
+  return stats.idle_blocks == expected ? 0 : 6;
+}
+
+TEST(MemoryCacheLimit, IdleBytesStayUnderTheLimit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT((setenv("ACLNN_MEMORY_CACHE_LIMIT", "0", 1), std::exit(CacheKeepsWhatFits(0))),
+              ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT((setenv("ACLNN_MEMORY_CACHE_LIMIT", "1M", 1), std::exit(CacheKeepsWhatFits(size_t{1} << 20))),
+              ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT((setenv("ACLNN_MEMORY_CACHE_LIMIT", "64M", 1), std::exit(CacheKeepsWhatFits(size_t{64} << 20))),
+              ::testing::ExitedWithCode(0), "");
+  // A malformed value is ignored with a warning (the default, a quarter of the memory, keeps both blocks).
+  EXPECT_EXIT((setenv("ACLNN_MEMORY_CACHE_LIMIT", "lots", 1), std::exit(CacheKeepsWhatFits(size_t{64} << 20))),
+              ::testing::ExitedWithCode(0), "ignoring ACLNN_MEMORY_CACHE_LIMIT=\"lots\"");
 }
 
 }  // namespace

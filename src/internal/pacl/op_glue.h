@@ -39,8 +39,9 @@ class PACL_INTERNAL_API OpChecker {
   bool NotNull(const void* p, const char* param);
   // The two phase-1 out-pointers.
   bool OutPointers(const uint64_t* workspace_size, aclOpExecutor* const* executor);
-  // A required tensor: not null, and its data pointer not null when it has elements (161001); on a device with
-  // memory of its own (a GPU), data must be that device's memory (161002, saying what it is instead).
+  // A required tensor: not null, and its data pointer not null when it has elements (161001); data not in memory
+  // that aclrtFree released (161002); on a device with memory of its own (a GPU), data must be that device's memory
+  // (161002, saying what it is instead).
   bool Tensor(const aclTensor* t, const char* param);
   // 161002 unless t has the given rank.
   bool Rank(const TensorDesc& t, const char* param, int rank);

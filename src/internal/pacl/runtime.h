@@ -49,6 +49,10 @@ struct DeviceRef {
 // instead ("host memory: ...", "memory of CUDA device 1").
 PACL_INTERNAL_API bool DeviceCanAccess(DeviceRef device, const void* p, std::string* why);
 
+// Whether p lies in CPU device memory that aclrtFree released and that is not handed out again (an idle block of
+// the block cache); *what then describes it. (Freed GPU memory is not tracked.)
+PACL_INTERNAL_API bool IsFreedDeviceMemory(const void* p, std::string* what);
+
 // The device of the calling thread's current context (phase 1 binds an operator call to it); the CPU, device 0,
 // when the thread has no current context.
 PACL_INTERNAL_API DeviceRef CurrentDevice();

@@ -134,9 +134,7 @@ bool BlockCache::Release(void* p, StreamFence fence) {
       Poison(block.address, block.bytes);
       block.poisoned = true;
     }
-    idle_bytes_ += block.bytes;
-    ++idle_blocks_;
-    idle_[ClassKey(block.bytes, block.huge_pages)].push_back(std::move(block));
+    AddIdleLocked(std::move(block));
     if (idle_bytes_ > idle_limit_) evicted = EvictLocked(idle_limit_);
   }
   for (Block& block : evicted) UnmapBlock(block);
@@ -159,11 +157,26 @@ void BlockCache::ReleaseIdle() {
   }
   if (still_in_use.empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Block& block : still_in_use) {
-    idle_bytes_ += block.bytes;
-    ++idle_blocks_;
-    idle_[ClassKey(block.bytes, block.huge_pages)].push_back(std::move(block));
-  }
+  for (Block& block : still_in_use) AddIdleLocked(std::move(block));
+}
+
+void BlockCache::AddIdleLocked(Block block) {
+  idle_bytes_ += block.bytes;
+  ++idle_blocks_;
+  idle_ranges_[reinterpret_cast<uintptr_t>(block.address)] = block.bytes;
+  idle_[ClassKey(block.bytes, block.huge_pages)].push_back(std::move(block));
+}
+
+bool BlockCache::FindIdle(const void* p, uintptr_t* block, size_t* bytes) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = idle_ranges_.upper_bound(address);
+  if (it == idle_ranges_.begin()) return false;
+  --it;
+  if (address - it->first >= it->second) return false;
+  *block = it->first;
+  *bytes = it->second;
+  return true;
 }
 
 MemoryCacheStats BlockCache::Stats() {
@@ -187,6 +200,7 @@ bool BlockCache::TakeIdleLocked(const ClassKey& key, Block* block) {
     *block = std::move(blocks[i]);
     blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(i));
     if (blocks.empty()) idle_.erase(it);
+    idle_ranges_.erase(reinterpret_cast<uintptr_t>(block->address));
     idle_bytes_ -= block->bytes;
     --idle_blocks_;
     return true;
@@ -216,6 +230,7 @@ std::vector<BlockCache::Block> BlockCache::EvictLocked(size_t limit) {
     evicted.push_back(std::move(blocks[oldest_index]));
     blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(oldest_index));
     if (blocks.empty()) idle_.erase(oldest_list);
+    idle_ranges_.erase(reinterpret_cast<uintptr_t>(evicted.back().address));
     idle_bytes_ -= evicted.back().bytes;
     --idle_blocks_;
   }
@@ -228,6 +243,7 @@ std::vector<BlockCache::Block> BlockCache::TakeAllIdleLocked() {
     for (Block& block : entry.second) blocks.push_back(std::move(block));
   }
   idle_.clear();
+  idle_ranges_.clear();
   idle_bytes_ = 0;
   idle_blocks_ = 0;
   return blocks;

@@ -48,6 +48,8 @@ class BlockCache {
   // the calling thread's own stream: those blocks stay cached).
   void ReleaseIdle();
   MemoryCacheStats Stats();
+  // Whether p lies in an idle block (freed, not handed out again); its start and size then.
+  bool FindIdle(const void* p, uintptr_t* block, size_t* bytes);
 
   // The class a request of size bytes is served from (exposed for the tests).
   static size_t ClassBytes(size_t size);
@@ -71,11 +73,13 @@ class BlockCache {
   // passed only.
   std::vector<Block> EvictLocked(size_t limit);
   std::vector<Block> TakeAllIdleLocked();
+  void AddIdleLocked(Block block);
 
   std::mutex mutex_;
   const size_t idle_limit_;
   std::unordered_map<uintptr_t, Block> live_;
   std::map<ClassKey, std::vector<Block>> idle_;
+  std::map<uintptr_t, size_t> idle_ranges_;  // the idle blocks by address: start -> bytes
   size_t live_bytes_ = 0;
   size_t idle_bytes_ = 0;
   size_t idle_blocks_ = 0;
