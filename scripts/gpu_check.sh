@@ -4,7 +4,10 @@
 # base and operator tests (CPU and, where they apply, the GPU), the CUDA device tests under compute-sanitizer, the
 # allocator benchmark on both devices, and writes docs/cuda.md (and a copy with the logs under $OUT when set).
 #
-#   scripts/gpu_check.sh [build-dir]      (default build-gpu)
+#   PACL_COMMIT=<commit> scripts/gpu_check.sh [build-dir]      (default build-gpu)
+#
+# A device call (the device tool): command "PACL_COMMIT=abc1234 bash scripts/gpu_check.sh", carry [".gpu-debs"];
+# docs/cuda.md and gpu_check.log come back under $OUT (copy cuda.md into docs/ here and commit it).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-${root}/build-gpu}"
@@ -39,9 +42,12 @@ record() {  # name, command...
   if run "$@"; then results+=("| ${name} | passed |"); else results+=("| ${name} | FAILED |"); status=1; fi
 }
 record "CUDA device tests (device 0 = GPU)" "${build}/tests/cuda_device_tests"
+record "conformance table on the GPU (skips: operators without CUDA kernels)" \
+  "${build}/tests/system/conformance_tests" --gtest_brief=1
 record "runtime tests on the GPU device table" "${build}/tests/runtime_tests" --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
 record "runtime tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
 record "base tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
+record "conformance table, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/system/conformance_tests" --gtest_brief=1
 record "operator tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
 if command -v compute-sanitizer > /dev/null; then
   record "compute-sanitizer memcheck: CUDA device tests" compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -54,7 +60,8 @@ bench_gpu="$(ACLNN_DEVICE=cuda "${build}/bench/allocator_bench" --benchmark_min_
 bench_cpu="$(ACLNN_DEVICE=cpu "${build}/bench/allocator_bench" --benchmark_min_time=0.2 2>&1 | tee -a "${log}" | tail -1)"
 
 gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-commit="$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# The device machine gets a copy of the working tree without .git: pass PACL_COMMIT=$(git rev-parse --short HEAD).
+commit="${PACL_COMMIT:-$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 dirty="$(git -C "${root}" status --porcelain 2>/dev/null | grep -c . || true)"
 {
   echo "# The CUDA device: the last GPU run"
