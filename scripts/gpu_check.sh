@@ -35,29 +35,56 @@ run cmake --build "${build}" -j "$(nproc)" || exit 1
 
 status=0
 results=()
-record() {  # name, command...
-  local name="$1"
-  shift
+# Runs a gtest suite and records "passed", "passed, N skipped" or "FAILED". A suite meant for the GPU that skips
+# everything (device 0 is not a GPU: no driver, or a build without CUDA) has not run: it is recorded as FAILED.
+record() {  # name, must_run_on_gpu (yes/no), command...
+  local name="$1" must_run="$2"
+  shift 2
   step "${name}"
-  if run "$@"; then results+=("| ${name} | passed |"); else results+=("| ${name} | FAILED |"); status=1; fi
+  local suite_log="${out}/suite.log"
+  "$@" 2>&1 | tee "${suite_log}" | tee -a "${log}" > /dev/null
+  local code="${PIPESTATUS[0]}"
+  local skipped ran
+  skipped="$(grep -oE '^\[  SKIPPED \] [0-9]+ test' "${suite_log}" | grep -oE '[0-9]+' | head -1)"
+  ran="$(grep -oE '^\[==========\] [0-9]+ test' "${suite_log}" | grep -oE '[0-9]+' | tail -1)"
+  if [[ "${code}" != 0 ]]; then
+    results+=("| ${name} | FAILED (exit ${code}) |")
+    status=1
+  elif [[ "${must_run}" == yes && -n "${skipped}" && "${skipped}" == "${ran}" ]]; then
+    results+=("| ${name} | FAILED: all ${ran} skipped (device 0 is not a GPU?) |")
+    status=1
+  elif [[ -n "${skipped}" ]]; then
+    results+=("| ${name} | passed, ${skipped} of ${ran} skipped |")
+  else
+    results+=("| ${name} | passed (${ran:-?} tests) |")
+  fi
+  rm -f "${suite_log}"
 }
-record "CUDA device tests (device 0 = GPU)" "${build}/tests/cuda_device_tests"
-record "conformance table on the GPU (skips: operators without CUDA kernels)" \
-  "${build}/tests/system/conformance_tests" --gtest_brief=1
-record "runtime tests on the GPU device table" "${build}/tests/runtime_tests" --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
-record "runtime tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
-record "base tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
-record "conformance table, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/system/conformance_tests" --gtest_brief=1
-record "operator tests, ACLNN_DEVICE=cpu" env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
+record "CUDA device tests (device 0 = GPU)" yes env ACLNN_DEVICE=cuda "${build}/tests/cuda_device_tests"
+record "conformance table on the GPU (skips: operators without CUDA kernels)" no \
+  env ACLNN_DEVICE=cuda "${build}/tests/system/conformance_tests" --gtest_brief=1
+record "runtime tests on the GPU device table" no "${build}/tests/runtime_tests" --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
+record "runtime tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
+record "base tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
+record "conformance table, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/system/conformance_tests" --gtest_brief=1
+record "operator tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
 if command -v compute-sanitizer > /dev/null; then
-  record "compute-sanitizer memcheck: CUDA device tests" compute-sanitizer --tool memcheck --error-exitcode 1 \
+  record "compute-sanitizer memcheck: CUDA device tests" yes env ACLNN_DEVICE=cuda compute-sanitizer --tool memcheck --error-exitcode 1 \
     "${build}/tests/cuda_device_tests"
 else
   results+=("| compute-sanitizer | not installed |")
 fi
 step "allocator benchmark"
-bench_gpu="$(ACLNN_DEVICE=cuda "${build}/bench/allocator_bench" --benchmark_min_time=0.2 2>&1 | tee -a "${log}" | tail -1)"
-bench_cpu="$(ACLNN_DEVICE=cpu "${build}/bench/allocator_bench" --benchmark_min_time=0.2 2>&1 | tee -a "${log}" | tail -1)"
+bench() {  # ACLNN_DEVICE value: the summary line, or what failed
+  local output
+  output="$(ACLNN_DEVICE="$1" "${build}/bench/allocator_bench" --benchmark_min_time=0.2 --benchmark_color=false 2>&1 |
+    sed 's/\x1b\[[0-9;]*m//g')"
+  echo "${output}" >> "${log}"
+  echo "${output}" | grep -E 'speedup' | tail -1 | grep . ||
+    echo "did not run: $(echo "${output}" | grep -iE 'fail|error|cannot' | head -1)"
+}
+bench_gpu="$(bench cuda)"
+bench_cpu="$(bench cpu)"
 
 gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 # The device machine gets a copy of the working tree without .git: pass PACL_COMMIT=$(git rev-parse --short HEAD).
