@@ -159,11 +159,15 @@ void Stream::RunOne(Task& task) {
     code = ACL_ERROR_INTERNAL_ERROR;
     message = StrFormat("a task on stream %p threw an unknown exception", handle());
   }
-  if (code == ACL_SUCCESS && native_stream_ != nullptr) {
-    // The task's device work is part of it: it completes when that has.
+  if (native_stream_ != nullptr) {
+    // The task's device work is part of it (also of a task that failed after enqueueing some): it completes when
+    // that has. The task's own failure, if any, is the one reported.
     std::string device_error;
-    code = backend_->SynchronizeNativeStream(ordinal_, native_stream_, &device_error);
-    if (code != ACL_SUCCESS) message = StrFormat("device work of a task on stream %p failed: %s", handle(), device_error.c_str());
+    const aclError device_code = backend_->SynchronizeNativeStream(ordinal_, native_stream_, &device_error);
+    if (code == ACL_SUCCESS && device_code != ACL_SUCCESS) {
+      code = device_code;
+      message = StrFormat("device work of a task on stream %p failed: %s", handle(), device_error.c_str());
+    }
   }
   // Messages a task leaves on the worker thread belong to that task alone.
   ClearRecentErrorMessages();
