@@ -37,11 +37,11 @@ std::string EffectiveChoice(const std::string& configured) {
 
 DeviceTable BuildTable(const std::string& wanted) {
   DeviceTable table;
-  const char* choice = wanted.c_str();
   const bool want_cpu = wanted == "cpu";
   const bool want_cuda = wanted == "cuda";
-  if (!wanted.empty() && wanted != "auto" && !want_cpu && !want_cuda) {
-    table.why_empty = StrFormat("ACLNN_DEVICE=\"%s\" is not a device choice: expected cpu, cuda or auto", choice);
+  if (wanted != "auto" && !want_cpu && !want_cuda) {
+    table.why_empty =
+        StrFormat("ACLNN_DEVICE=\"%s\" is not a device choice: expected cpu, cuda or auto", wanted.c_str());
     return table;
   }
   if (!want_cpu) {

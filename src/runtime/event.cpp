@@ -82,6 +82,16 @@ std::shared_ptr<Event> FindEvent(const char* function, const char* param, aclrtE
   return nullptr;
 }
 
+// Whether event's latest record has completed (true when it was never recorded); the lookups and checks shared by
+// aclrtQueryEvent and aclrtQueryEventStatus.
+aclError LatestRecordComplete(const char* function, aclrtEvent event, const void* status, bool* complete) {
+  if (status == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, function, "status must not be null");
+  std::shared_ptr<Event> found = FindEvent(function, "event", event);
+  if (found == nullptr) return ACL_ERROR_INVALID_PARAM;
+  *complete = found->IsComplete(found->Latest(nullptr));
+  return ACL_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -145,22 +155,16 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
 }
 
 aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status) {
-  static const char* const kFunction = "aclrtQueryEvent";
-  if (status == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "status must not be null");
-  std::shared_ptr<Event> found = FindEvent(kFunction, "event", event);
-  if (found == nullptr) return ACL_ERROR_INVALID_PARAM;
-  const uint64_t latest = found->Latest(nullptr);
-  *status = found->IsComplete(latest) ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
+  bool complete = false;
+  if (aclError error = LatestRecordComplete("aclrtQueryEvent", event, status, &complete)) return error;
+  *status = complete ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
   return ACL_SUCCESS;
 }
 
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus* status) {
-  static const char* const kFunction = "aclrtQueryEventStatus";
-  if (status == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "status must not be null");
-  std::shared_ptr<Event> found = FindEvent(kFunction, "event", event);
-  if (found == nullptr) return ACL_ERROR_INVALID_PARAM;
-  const uint64_t latest = found->Latest(nullptr);
-  *status = found->IsComplete(latest) ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  bool complete = false;
+  if (aclError error = LatestRecordComplete("aclrtQueryEventStatus", event, status, &complete)) return error;
+  *status = complete ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
   return ACL_SUCCESS;
 }
 

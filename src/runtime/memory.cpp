@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -190,6 +191,51 @@ aclError CheckMemset(const char* function, void* devPtr, size_t maxCount, size_t
   return CheckRangeLocked(state, function, "devPtr", devPtr, count);
 }
 
+// A copy or a fill by the current device's backend; native_stream nullptr: now.
+using DeviceWork = std::function<aclError(pacl::rt::Backend* backend, void* native_stream, std::string* reason)>;
+
+DeviceWork CopyWork(void* dst, const void* src, size_t count) {
+  return [dst, src, count](pacl::rt::Backend* backend, void* native_stream, std::string* reason) {
+    return backend->Copy(dst, src, count, native_stream, reason);
+  };
+}
+
+DeviceWork FillWork(void* dst, int32_t value, size_t count) {
+  return [dst, value, count](pacl::rt::Backend* backend, void* native_stream, std::string* reason) {
+    return backend->Fill(dst, value, count, native_stream, reason);
+  };
+}
+
+std::string DescribeCopy(const void* dst, const void* src, size_t count) {
+  return pacl::StrFormat("copying %zu bytes from %p to %p", count, src, dst);
+}
+
+std::string DescribeFill(const void* dst, size_t count) {
+  return pacl::StrFormat("setting %zu bytes at %p", count, dst);
+}
+
+// Runs work on the current device: now, after the work already enqueued on every stream (the synchronous calls), or
+// in stream order on stream (the Async calls, which return at once). A failure is recorded as "<function>: <what>
+// failed: <reason>" (on the worker thread for the Async calls, and reported by the next synchronisation).
+aclError RunDeviceWork(const char* function, const std::string& what, bool stream_order, aclrtStream stream,
+                       DeviceWork work) {
+  int32_t device_id = 0;
+  const pacl::rt::DeviceEntry* device = nullptr;
+  if (aclError error = CurrentDeviceFor(function, &device_id, &device)) return error;
+  auto run = [function, what, backend = device->backend, work = std::move(work)](void* native_stream) {
+    std::string reason;
+    const aclError error = work(backend, native_stream, &reason);
+    if (error != ACL_SUCCESS) return Fail(error, function, "%s failed: %s", what.c_str(), reason.c_str());
+    return ACL_SUCCESS;
+  };
+  if (!stream_order) {
+    pacl::rt::WaitForAllStreams();
+    return run(nullptr);
+  }
+  return pacl::rt::EnqueueTaskFor(
+      function, stream, [run] { return run(pacl::rt::CurrentNativeStream()); }, nullptr, device_id);
+}
+
 }  // namespace
 
 extern "C" {
@@ -259,71 +305,30 @@ aclError aclrtFreeHost(void* hostPtr) { return ReleaseHost("aclrtFreeHost", "hos
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
   static const char* const kFunction = "aclrtMemcpy";
   if (aclError error = CheckMemcpy(kFunction, dst, destMax, src, count, kind)) return error;
-  int32_t device_id = 0;
-  const pacl::rt::DeviceEntry* device = nullptr;
-  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
-  pacl::rt::WaitForAllStreams();  // ordered after the work already enqueued
-  std::string reason;
-  if (aclError error = device->backend->Copy(dst, src, count, nullptr, &reason)) {
-    return Fail(error, kFunction, "copying %zu bytes from %p to %p failed: %s", count, src, dst, reason.c_str());
-  }
-  return ACL_SUCCESS;
+  return RunDeviceWork(kFunction, DescribeCopy(dst, src, count), /*stream_order=*/false, nullptr,
+                       CopyWork(dst, src, count));
 }
 
 aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind,
                           aclrtStream stream) {
   static const char* const kFunction = "aclrtMemcpyAsync";
   if (aclError error = CheckMemcpy(kFunction, dst, destMax, src, count, kind)) return error;
-  int32_t device_id = 0;
-  const pacl::rt::DeviceEntry* device = nullptr;
-  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
-  pacl::rt::Backend* backend = device->backend;
-  return pacl::rt::EnqueueTaskFor(
-      kFunction, stream,
-      [backend, dst, src, count] {
-        std::string reason;
-        const aclError error = backend->Copy(dst, src, count, pacl::rt::CurrentNativeStream(), &reason);
-        if (error != ACL_SUCCESS) {
-          return Fail(error, "aclrtMemcpyAsync", "copying %zu bytes from %p to %p failed: %s", count, src, dst,
-                      reason.c_str());
-        }
-        return ACL_SUCCESS;
-      },
-      nullptr, device_id);
+  return RunDeviceWork(kFunction, DescribeCopy(dst, src, count), /*stream_order=*/true, stream,
+                       CopyWork(dst, src, count));
 }
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   static const char* const kFunction = "aclrtMemset";
   if (aclError error = CheckMemset(kFunction, devPtr, maxCount, count)) return error;
-  int32_t device_id = 0;
-  const pacl::rt::DeviceEntry* device = nullptr;
-  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
-  pacl::rt::WaitForAllStreams();
-  std::string reason;
-  if (aclError error = device->backend->Fill(devPtr, value, count, nullptr, &reason)) {
-    return Fail(error, kFunction, "setting %zu bytes at %p failed: %s", count, devPtr, reason.c_str());
-  }
-  return ACL_SUCCESS;
+  return RunDeviceWork(kFunction, DescribeFill(devPtr, count), /*stream_order=*/false, nullptr,
+                       FillWork(devPtr, value, count));
 }
 
 aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream) {
   static const char* const kFunction = "aclrtMemsetAsync";
   if (aclError error = CheckMemset(kFunction, devPtr, maxCount, count)) return error;
-  int32_t device_id = 0;
-  const pacl::rt::DeviceEntry* device = nullptr;
-  if (aclError error = CurrentDeviceFor(kFunction, &device_id, &device)) return error;
-  pacl::rt::Backend* backend = device->backend;
-  return pacl::rt::EnqueueTaskFor(
-      kFunction, stream,
-      [backend, devPtr, value, count] {
-        std::string reason;
-        const aclError error = backend->Fill(devPtr, value, count, pacl::rt::CurrentNativeStream(), &reason);
-        if (error != ACL_SUCCESS) {
-          return Fail(error, "aclrtMemsetAsync", "setting %zu bytes at %p failed: %s", count, devPtr, reason.c_str());
-        }
-        return ACL_SUCCESS;
-      },
-      nullptr, device_id);
+  return RunDeviceWork(kFunction, DescribeFill(devPtr, count), /*stream_order=*/true, stream,
+                       FillWork(devPtr, value, count));
 }
 
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {

@@ -172,19 +172,8 @@ void DrainAndStop(const std::vector<std::shared_ptr<Stream>>& streams) {
 }
 
 void WaitForAllStreams() {
-  RuntimeState& state = State();
-  std::vector<std::shared_ptr<Stream>> streams;
-  {
-    std::lock_guard<std::mutex> lock(state.mutex);
-    streams = AllStreamsLocked(state);
-  }
-  // Take every stream's count first, so work enqueued while we wait on one stream does not delay us.
-  std::vector<uint64_t> counts;
-  counts.reserve(streams.size());
-  for (const auto& stream : streams) counts.push_back(stream->EnqueuedCount());
-  for (size_t i = 0; i < streams.size(); ++i) {
-    if (!streams[i]->IsWorkerThread()) streams[i]->WaitUntilCompleted(counts[i]);
-  }
+  // The fence takes every busy stream's count first, so work enqueued while we wait on one stream does not delay us.
+  WaitForFence(PendingWorkFence());
 }
 
 size_t MachineMemoryBytes() {
