@@ -288,6 +288,11 @@ std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* re
   return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
 }
 
+aclnnStatus PlanCall(const opcall::OpCall& op_call, PreparedCall* call) {
+  call->phase2 = opcall::Phase2Of(opcall::KindOf(op_call));
+  return opcall::GetWorkspaceSize(op_call, &call->workspace_size, &call->executor);
+}
+
 std::string AddRandomTensor(PreparedCall* call, const std::vector<int64_t>& shape, aclDataType dtype, double low,
                             double high, uint32_t seed, DeviceTensor* result) {
   const std::string error = CreateRandomTensor(shape, dtype, low, high, seed, result);

@@ -11,6 +11,7 @@
 
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
+#include "op_calls.h"
 
 namespace bench {
 
@@ -44,7 +45,6 @@ std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataTyp
 std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result);
 void ReleaseDeviceTensor(DeviceTensor* t);
 
-using Phase2 = aclnnStatus (*)(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream);
 
 // One operator call after phase 1: what the timed loop runs again and again.
 struct PreparedCall {
@@ -54,7 +54,7 @@ struct PreparedCall {
   std::vector<aclIntArray*> int_arrays;
   aclOpExecutor* executor = nullptr;
   uint64_t workspace_size = 0;
-  Phase2 phase2 = nullptr;
+  opcall::Phase2Function phase2 = nullptr;
   double bytes = 0;  // every input and output tensor counted once
 };
 
@@ -62,6 +62,10 @@ struct PreparedCall {
 // a preparer can return at its first failure).
 std::string AddRandomTensor(PreparedCall* call, const std::vector<int64_t>& shape, aclDataType dtype, double low,
                             double high, uint32_t seed, DeviceTensor* result);
+
+// Phase 1 of op_call (an entry of the operator-call table, tests/op_calls), its executor, workspace size and
+// phase-2 function stored in *call.
+aclnnStatus PlanCall(const opcall::OpCall& op_call, PreparedCall* call);
 
 // Creates the tensors of one case and runs phase 1 on them, filling *call; returns "" or what failed.
 using Preparer = std::function<std::string(PreparedCall* call)>;

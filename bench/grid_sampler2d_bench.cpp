@@ -18,8 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "aclnnop/aclnn_grid_sampler2d.h"
-#include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "bench_common.h"
 
 namespace bench {
@@ -135,9 +133,9 @@ std::string Prepare(const SamplerCase& c, PreparedCall* call) {
     DeviceTensor out;
     error = random_tensor(out_shape, 0.0, 0.0, 13, &out);
     if (!error.empty()) return error;
-    status = aclnnGridSampler2DGetWorkspaceSize(input.tensor, grid.tensor, c.interpolation, c.padding, c.align_corners,
-                                                out.tensor, &call->workspace_size, &call->executor);
-    call->phase2 = aclnnGridSampler2D;
+    status = PlanCall(
+        opcall::GridSampler2D{input.tensor, grid.tensor, c.interpolation, c.padding, c.align_corners, out.tensor},
+        call);
     call->bytes = input_bytes + grid_bytes + out_bytes;
   } else {
     DeviceTensor grad_output, input_grad, grid_grad;
@@ -151,10 +149,10 @@ std::string Prepare(const SamplerCase& c, PreparedCall* call) {
     aclBoolArray* output_mask = aclCreateBoolArray(both, 2);
     if (output_mask == nullptr) return "aclCreateBoolArray returned NULL: " + RecentErrorMessage();
     call->bool_arrays.push_back(output_mask);
-    status = aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output.tensor, input.tensor, grid.tensor, c.interpolation,
-                                                        c.padding, c.align_corners, output_mask, input_grad.tensor,
-                                                        grid_grad.tensor, &call->workspace_size, &call->executor);
-    call->phase2 = aclnnGridSampler2DBackward;
+    status = PlanCall(opcall::GridSampler2DBackward{grad_output.tensor, input.tensor, grid.tensor, c.interpolation,
+                                                    c.padding, c.align_corners, output_mask, input_grad.tensor,
+                                                    grid_grad.tensor},
+                      call);
     call->bytes = out_bytes + 2 * input_bytes + 2 * grid_bytes;
   }
   if (status != ACLNN_SUCCESS) {

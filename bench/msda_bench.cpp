@@ -29,8 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "aclnnop/aclnn_multi_scale_deformable_attention_grad.h"
-#include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
 #include "bench_common.h"
 
 namespace bench {
@@ -219,10 +217,10 @@ std::string Prepare(const MsdaCase& c, PreparedCall* call) {
     DeviceTensor output;
     error = random_tensor(output_shape, 0.0, 0.0, 32, &output);
     if (!error.empty()) return error;
-    status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
-        value.tensor, spatial_shape.tensor, level_start_index.tensor, location.tensor, weight.tensor, output.tensor,
-        &call->workspace_size, &call->executor);
-    call->phase2 = aclnnMultiScaleDeformableAttnFunction;
+    status = PlanCall(opcall::MultiScaleDeformableAttnFunction{value.tensor, spatial_shape.tensor,
+                                                               level_start_index.tensor, location.tensor,
+                                                               weight.tensor, output.tensor},
+                      call);
     call->bytes = value_bytes + location_bytes + weight_bytes + output_bytes;
   } else {
     DeviceTensor grad_output, grad_value, grad_location, grad_weight;
@@ -231,11 +229,11 @@ std::string Prepare(const MsdaCase& c, PreparedCall* call) {
     if (error.empty()) error = random_tensor(location_shape, 0.0, 0.0, 35, &grad_location);
     if (error.empty()) error = random_tensor(weight_shape, 0.0, 0.0, 36, &grad_weight);
     if (!error.empty()) return error;
-    status = aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
-        value.tensor, spatial_shape.tensor, level_start_index.tensor, location.tensor, weight.tensor,
-        grad_output.tensor, grad_value.tensor, grad_location.tensor, grad_weight.tensor, &call->workspace_size,
-        &call->executor);
-    call->phase2 = aclnnMultiScaleDeformableAttentionGrad;
+    status = PlanCall(opcall::MultiScaleDeformableAttentionGrad{value.tensor, spatial_shape.tensor,
+                                                                level_start_index.tensor, location.tensor,
+                                                                weight.tensor, grad_output.tensor, grad_value.tensor,
+                                                                grad_location.tensor, grad_weight.tensor},
+                      call);
     call->bytes = 2 * value_bytes + 2 * location_bytes + 2 * weight_bytes + output_bytes;
   }
   if (status != ACLNN_SUCCESS) {

@@ -17,8 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "aclnnop/aclnn_nsa_compress.h"
-#include "aclnnop/aclnn_nsa_compress_grad.h"
 #include "bench_common.h"
 
 namespace bench {
@@ -78,7 +76,6 @@ std::string Prepare(const NsaCase& c, PreparedCall* call) {
   aclIntArray* act_seq_len = aclCreateIntArray(sequence_ends.data(), sequence_ends.size());
   if (act_seq_len == nullptr) return "aclCreateIntArray returned NULL: " + RecentErrorMessage();
   call->int_arrays.push_back(act_seq_len);
-  char layout[] = "TND";
 
   DeviceTensor input, weight;
   std::string error = AddRandomTensor(call, input_shape, c.dtype, -1.0, 1.0, 41, &input);
@@ -90,9 +87,9 @@ std::string Prepare(const NsaCase& c, PreparedCall* call) {
     DeviceTensor output;
     error = AddRandomTensor(call, output_shape, c.dtype, 0.0, 0.0, 43, &output);
     if (!error.empty()) return error;
-    status = aclnnNsaCompressGetWorkspaceSize(input.tensor, weight.tensor, act_seq_len, layout, kBlockSize, kStride, 0,
-                                              output.tensor, &call->workspace_size, &call->executor);
-    call->phase2 = aclnnNsaCompress;
+    status = PlanCall(
+        opcall::NsaCompress{input.tensor, weight.tensor, act_seq_len, "TND", kBlockSize, kStride, 0, output.tensor},
+        call);
     call->bytes = input_bytes + weight_bytes + output_bytes;
   } else {
     DeviceTensor output_grad, input_grad, weight_grad;
@@ -100,10 +97,9 @@ std::string Prepare(const NsaCase& c, PreparedCall* call) {
     if (error.empty()) error = AddRandomTensor(call, input_shape, c.dtype, 0.0, 0.0, 45, &input_grad);
     if (error.empty()) error = AddRandomTensor(call, weight_shape, c.dtype, 0.0, 0.0, 46, &weight_grad);
     if (!error.empty()) return error;
-    status = aclnnNsaCompressGradGetWorkspaceSize(output_grad.tensor, input.tensor, weight.tensor, act_seq_len,
-                                                  kBlockSize, kStride, 0, layout, input_grad.tensor, weight_grad.tensor,
-                                                  &call->workspace_size, &call->executor);
-    call->phase2 = aclnnNsaCompressGrad;
+    status = PlanCall(opcall::NsaCompressGrad{output_grad.tensor, input.tensor, weight.tensor, act_seq_len, kBlockSize,
+                                              kStride, 0, "TND", input_grad.tensor, weight_grad.tensor},
+                      call);
     call->bytes = 2 * input_bytes + output_bytes + 2 * weight_bytes;
   }
   if (status != ACLNN_SUCCESS) {

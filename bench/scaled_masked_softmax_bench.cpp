@@ -2,8 +2,6 @@
 #include <string>
 #include <vector>
 
-#include "aclnnop/aclnn_scaled_masked_softmax.h"
-#include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "bench_common.h"
 
 namespace bench {
@@ -42,9 +40,7 @@ std::string Prepare(Direction direction, const SoftmaxShape& shape, aclDataType 
     error = CreateRandomTensor(shape.scores, dtype, 0.0, 0.0, 2, &y);
     call->tensors.push_back(y);
     if (!error.empty()) return error;
-    status = aclnnScaledMaskedSoftmaxGetWorkspaceSize(x.tensor, mask.tensor, kScale, false, y.tensor,
-                                                      &call->workspace_size, &call->executor);
-    call->phase2 = aclnnScaledMaskedSoftmax;
+    status = PlanCall(opcall::ScaledMaskedSoftmax{x.tensor, mask.tensor, kScale, false, y.tensor}, call);
     call->bytes = 2 * scores_bytes + mask_bytes;
   } else {
     // y holds probabilities of about the size a softmax over S2 keys gives.
@@ -59,9 +55,9 @@ std::string Prepare(Direction direction, const SoftmaxShape& shape, aclDataType 
     error = CreateRandomTensor(shape.scores, dtype, 0.0, 0.0, 5, &out);
     call->tensors.push_back(out);
     if (!error.empty()) return error;
-    status = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output.tensor, y.tensor, mask.tensor, kScale, false,
-                                                              out.tensor, &call->workspace_size, &call->executor);
-    call->phase2 = aclnnScaledMaskedSoftmaxBackward;
+    status = PlanCall(
+        opcall::ScaledMaskedSoftmaxBackward{grad_output.tensor, y.tensor, mask.tensor, kScale, false, out.tensor},
+        call);
     call->bytes = 3 * scores_bytes + mask_bytes;
   }
   if (status != ACLNN_SUCCESS) {

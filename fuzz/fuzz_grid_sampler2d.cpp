@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_grid_sampler2d.h"
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "fuzz_support.h"
+#include "op_calls.h"
 
 namespace {
 
@@ -94,13 +95,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              mask.want_grid_grad ? 1 : 0);
   aclnnStatus status;
   if (backward) {
-    status = aclnnGridSampler2DBackwardGetWorkspaceSize(
-        call.tensor(grad_output), call.tensor(input), call.tensor(grid), interpolation, padding, align_corners,
-        mask.array, call.tensor(input_grad), call.tensor(grid_grad), call.workspace_size_out(), call.executor_out());
+    status = opcall::GetWorkspaceSize(
+        opcall::GridSampler2DBackward{call.tensor(grad_output), call.tensor(input), call.tensor(grid), interpolation,
+                                      padding, align_corners, mask.array, call.tensor(input_grad),
+                                      call.tensor(grid_grad)},
+        call.workspace_size_out(), call.executor_out());
   } else {
-    status = aclnnGridSampler2DGetWorkspaceSize(call.tensor(input), call.tensor(grid), interpolation, padding,
-                                                align_corners, call.tensor(out), call.workspace_size_out(),
-                                                call.executor_out());
+    status = opcall::GetWorkspaceSize(opcall::GridSampler2D{call.tensor(input), call.tensor(grid), interpolation,
+                                                            padding, align_corners, call.tensor(out)},
+                                      call.workspace_size_out(), call.executor_out());
   }
   if (!call.CheckPhase1(name, status, call.AnyPassedAsNull())) return 0;
 

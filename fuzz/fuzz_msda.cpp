@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_multi_scale_deformable_attention_grad.h"
 #include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
 #include "fuzz_support.h"
+#include "op_calls.h"
 
 namespace {
 
@@ -81,14 +82,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* name = backward ? kBackward : kForward;
   aclnnStatus status;
   if (backward) {
-    status = aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
-        call.tensor(value), call.tensor(spatial_shape), call.tensor(level_start), call.tensor(location),
-        call.tensor(attn_weight), call.tensor(grad_output), call.tensor(grad_value), call.tensor(grad_location),
-        call.tensor(grad_attn), call.workspace_size_out(), call.executor_out());
+    status = opcall::GetWorkspaceSize(
+        opcall::MultiScaleDeformableAttentionGrad{call.tensor(value), call.tensor(spatial_shape),
+                                                  call.tensor(level_start), call.tensor(location),
+                                                  call.tensor(attn_weight), call.tensor(grad_output),
+                                                  call.tensor(grad_value), call.tensor(grad_location),
+                                                  call.tensor(grad_attn)},
+        call.workspace_size_out(), call.executor_out());
   } else {
-    status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
-        call.tensor(value), call.tensor(spatial_shape), call.tensor(level_start), call.tensor(location),
-        call.tensor(attn_weight), call.tensor(output), call.workspace_size_out(), call.executor_out());
+    status = opcall::GetWorkspaceSize(
+        opcall::MultiScaleDeformableAttnFunction{call.tensor(value), call.tensor(spatial_shape),
+                                                 call.tensor(level_start), call.tensor(location),
+                                                 call.tensor(attn_weight), call.tensor(output)},
+        call.workspace_size_out(), call.executor_out());
   }
   if (!call.CheckPhase1(name, status, call.AnyPassedAsNull())) return 0;
 

@@ -12,6 +12,7 @@
 #include "aclnnop/aclnn_nsa_compress.h"
 #include "aclnnop/aclnn_nsa_compress_grad.h"
 #include "fuzz_support.h"
+#include "op_calls.h"
 
 namespace {
 
@@ -131,14 +132,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              seq.null ? "null" : fuzz::DimsString(seq.ends).c_str());
   aclnnStatus status;
   if (backward) {
-    status = aclnnNsaCompressGradGetWorkspaceSize(call.tensor(output_grad), call.tensor(input), call.tensor(weight),
-                                                  act_seq_len, block_size, stride, seq_len_type, layout.get(),
-                                                  call.tensor(input_grad), call.tensor(weight_grad),
-                                                  call.workspace_size_out(), call.executor_out());
+    status = opcall::GetWorkspaceSize(
+        opcall::NsaCompressGrad{call.tensor(output_grad), call.tensor(input), call.tensor(weight), act_seq_len,
+                                block_size, stride, seq_len_type, layout.get(), call.tensor(input_grad),
+                                call.tensor(weight_grad)},
+        call.workspace_size_out(), call.executor_out());
   } else {
-    status = aclnnNsaCompressGetWorkspaceSize(call.tensor(input), call.tensor(weight), act_seq_len, layout.get(),
-                                              block_size, stride, seq_len_type, call.tensor(output),
-                                              call.workspace_size_out(), call.executor_out());
+    status = opcall::GetWorkspaceSize(opcall::NsaCompress{call.tensor(input), call.tensor(weight), act_seq_len,
+                                                          layout.get(), block_size, stride, seq_len_type,
+                                                          call.tensor(output)},
+                                      call.workspace_size_out(), call.executor_out());
   }
   if (act_seq_len != nullptr) aclDestroyIntArray(act_seq_len);
   if (!call.CheckPhase1(name, status, call.AnyPassedAsNull() || seq.null)) return 0;

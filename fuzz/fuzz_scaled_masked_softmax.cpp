@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "fuzz_support.h"
+#include "op_calls.h"
 
 namespace {
 
@@ -75,13 +76,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Note("%s: scale %.17g, fixTriuMask %d", name, scale, fix_triu ? 1 : 0);
   aclnnStatus status;
   if (backward) {
-    status = aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(call.tensor(grad_output), call.tensor(x_or_y),
-                                                              call.tensor(mask), scale, fix_triu, call.tensor(out),
-                                                              call.workspace_size_out(), call.executor_out());
+    status = opcall::GetWorkspaceSize(opcall::ScaledMaskedSoftmaxBackward{call.tensor(grad_output),
+                                                                          call.tensor(x_or_y), call.tensor(mask),
+                                                                          scale, fix_triu, call.tensor(out)},
+                                      call.workspace_size_out(), call.executor_out());
   } else {
-    status = aclnnScaledMaskedSoftmaxGetWorkspaceSize(call.tensor(x_or_y), call.tensor(mask), scale, fix_triu,
-                                                      call.tensor(out), call.workspace_size_out(),
-                                                      call.executor_out());
+    status = opcall::GetWorkspaceSize(
+        opcall::ScaledMaskedSoftmax{call.tensor(x_or_y), call.tensor(mask), scale, fix_triu, call.tensor(out)},
+        call.workspace_size_out(), call.executor_out());
   }
   if (!call.CheckPhase1(name, status, call.AnyPassedAsNull())) return 0;
 

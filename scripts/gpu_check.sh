@@ -63,6 +63,8 @@ record() {  # name, must_run_on_gpu (yes/no), command...
 record "CUDA device tests (device 0 = GPU)" yes env ACLNN_DEVICE=cuda "${build}/tests/cuda_device_tests"
 record "conformance table on the GPU (skips: operators without CUDA kernels)" no \
   env ACLNN_DEVICE=cuda "${build}/tests/system/conformance_tests" --gtest_brief=1
+# The operator tests on the GPU: every test that is not CPU-only (those skip themselves, saying so) runs there.
+record "operator tests on the GPU (ACLNN_DEVICE=cuda)" no env ACLNN_DEVICE=cuda "${build}/tests/op_tests" --gtest_brief=1
 record "runtime tests on the GPU device table" no "${build}/tests/runtime_tests" --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
 record "runtime tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
 record "base tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/base_tests"

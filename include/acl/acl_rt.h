@@ -66,6 +66,9 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
 ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode *runMode);
+// The name of the calling thread's current device (device 0 when it has none): "CPU (...)" or "CUDA device i: <GPU>"
+// here, where CANN names the Ascend chip; NULL when there is no device. The string lives until the process ends.
+ACL_FUNC_VISIBILITY const char *aclrtGetSocName(void);
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context);

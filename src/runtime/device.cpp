@@ -102,6 +102,18 @@ aclError aclrtGetRunMode(aclrtRunMode* runMode) {
   return ACL_SUCCESS;
 }
 
+const char* aclrtGetSocName(void) {
+  std::string why;
+  const std::vector<pacl::rt::DeviceEntry>& devices = pacl::rt::Devices(&why);
+  if (devices.empty()) {
+    Fail(ACL_ERROR_RT_NO_DEVICE, "aclrtGetSocName", "there is no device: %s", why.c_str());
+    return nullptr;
+  }
+  const pacl::rt::DeviceRef device = pacl::rt::CurrentDevice();
+  if (static_cast<size_t>(device.id) >= devices.size()) return devices[0].name.c_str();
+  return devices[static_cast<size_t>(device.id)].name.c_str();
+}
+
 aclError aclrtSynchronizeDevice(void) {
   RuntimeState& state = State();
   std::vector<std::shared_ptr<Stream>> streams;

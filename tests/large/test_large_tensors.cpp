@@ -25,10 +25,6 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnnop/aclnn_grid_sampler2d.h"
-#include "aclnnop/aclnn_grid_sampler2d_backward.h"
-#include "aclnnop/aclnn_scaled_masked_softmax.h"
-#include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "ops/op_test_util.h"
 #include "reference/float_formats.h"
 #include "reference/grid_sampler2d_reference.h"
@@ -52,7 +48,9 @@ uint64_t MemAvailableBytes() {
 }
 
 // The test's message when the machine cannot hold `bytes` now ("" when it can).
+// Why a test that needs this many bytes cannot run here ("" when it can).
 std::string MissingMemory(uint64_t bytes) {
+  if (!optest::DeviceIsCpu()) return optest::CpuOnlyReason("the data is written and read from the host");
   const uint64_t available = MemAvailableBytes();
   if (available >= bytes) return "";
   char text[160];
@@ -223,13 +221,8 @@ TEST(LargeTensors, ScaledMaskedSoftmaxForwardPast2To31Elements) {
   y.FillNaN();
 
   optest::TestStream stream;
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnScaledMaskedSoftmaxGetWorkspaceSize(x.get(), mask.get(), kSoftmaxScale, false, y.get(),
-                                                     &workspace_size, &executor),
+  ASSERT_EQ(opcall::Run(opcall::ScaledMaskedSoftmax{x.get(), mask.get(), kSoftmaxScale, false, y.get()}, stream.get()),
             ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnScaledMaskedSoftmax, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
 
   for (int64_t row : SoftmaxCheckedRows()) {
@@ -263,13 +256,9 @@ TEST(LargeTensors, ScaledMaskedSoftmaxBackwardPast2To31Elements) {
   input_grad.FillNaN();
 
   optest::TestStream stream;
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output.get(), y.get(), mask.get(), kSoftmaxScale,
-                                                             false, input_grad.get(), &workspace_size, &executor),
-            ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnScaledMaskedSoftmaxBackward, workspace_size, executor, stream.get()),
+  ASSERT_EQ(opcall::Run(opcall::ScaledMaskedSoftmaxBackward{grad_output.get(), y.get(), mask.get(), kSoftmaxScale,
+                                                             false, input_grad.get()},
+                        stream.get()),
             ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
 
@@ -334,14 +323,10 @@ void RunGridSamplerBackward(const aclTensor* grad_output, const aclTensor* input
                             const std::array<bool, 2>& output_mask, aclTensor* input_grad, aclTensor* grid_grad) {
   aclBoolArray* mask = aclCreateBoolArray(output_mask.data(), output_mask.size());
   optest::TestStream stream;
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus phase1 = aclnnGridSampler2DBackwardGetWorkspaceSize(
-      grad_output, input, grid, 0, 0, false, mask, input_grad, grid_grad, &workspace_size, &executor);
+  const aclnnStatus status = opcall::Run(
+      opcall::GridSampler2DBackward{grad_output, input, grid, 0, 0, false, mask, input_grad, grid_grad}, stream.get());
   aclDestroyBoolArray(mask);
-  ASSERT_EQ(phase1, ACLNN_SUCCESS) << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnGridSampler2DBackward, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
+  ASSERT_EQ(status, ACLNN_SUCCESS) << optest::RecentErrorMessage();
 }
 
 TEST(LargeTensors, GridSampler2DForwardPast2To31Elements) {
@@ -358,13 +343,8 @@ TEST(LargeTensors, GridSampler2DForwardPast2To31Elements) {
   out.FillNaN();
 
   optest::TestStream stream;
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(
-      aclnnGridSampler2DGetWorkspaceSize(input.get(), grid.get(), 0, 0, false, out.get(), &workspace_size, &executor),
-      ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnGridSampler2D, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
+  ASSERT_EQ(opcall::Run(opcall::GridSampler2D{input.get(), grid.get(), 0, 0, false, out.get()}, stream.get()),
+            ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
 
   for (int64_t n = 0; n < kGridN; ++n) {

@@ -505,6 +505,16 @@ std::string DeviceTensor::CheckGuards() const {
 
 // ---------------------------------------------------------------------------------------------------------------
 
+bool DeviceIsCpu() {
+  const char* name = aclrtGetSocName();
+  return name != nullptr && std::strncmp(name, "CPU", 3) == 0;
+}
+
+std::string CpuOnlyReason(const char* why) {
+  const char* name = aclrtGetSocName();
+  return std::string("CPU device only (") + why + "); the device is " + (name != nullptr ? name : "unknown");
+}
+
 TestStream::TestStream() { Require(aclrtCreateStream(&stream_) == ACL_SUCCESS, "aclrtCreateStream"); }
 TestStream::~TestStream() {
   if (stream_ != nullptr) aclrtDestroyStream(stream_);
@@ -521,15 +531,6 @@ DeviceWorkspace::DeviceWorkspace(uint64_t bytes) : bytes_(bytes) {
 
 DeviceWorkspace::~DeviceWorkspace() {
   if (data_ != nullptr) aclrtFree(data_);
-}
-
-aclnnStatus RunWithWorkspace(Phase2Function run, uint64_t workspace_size, aclOpExecutor* executor,
-                             aclrtStream stream) {
-  const DeviceWorkspace workspace(workspace_size);
-  if (!workspace.ok()) return ACLNN_ERR_INNER;
-  aclnnStatus status = run(workspace.get(), workspace_size, executor, stream);
-  if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
-  return status;
 }
 
 double RelativeNormError(const std::vector<double>& actual, const std::vector<double>& expected) {
@@ -650,6 +651,7 @@ void ExpectBitIdenticalRunToRun(const std::function<std::vector<uint8_t>()>& com
 
 void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std::vector<int>& thread_counts,
                                        const std::function<std::vector<uint8_t>()>& compute) {
+  if (!DeviceIsCpu()) GTEST_SKIP() << CpuOnlyReason("ACLNN_NUM_THREADS sets the CPU kernels' thread count");
   const std::vector<uint8_t> one = RunTestWithThreads(child_test, 1);
   ASSERT_FALSE(one.empty());
   for (int threads : thread_counts) {
@@ -660,6 +662,7 @@ void ExpectBitIdenticalForThreadCounts(const std::string& child_test, const std:
 }
 
 void ExpectBitIdenticalOnEverySimdTarget(const std::string& child_test) {
+  if (!DeviceIsCpu()) GTEST_SKIP() << CpuOnlyReason("SIMD targets are the CPU kernels'");
   if (const char* pinned = std::getenv("ACLNN_SIMD_TARGET"); pinned != nullptr && *pinned != '\0') {
     GTEST_SKIP() << "this process is pinned to ACLNN_SIMD_TARGET=" << pinned << "; the unpinned run compares targets";
   }

@@ -14,6 +14,7 @@
 
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
+#include "op_calls.h"
 
 namespace optest {
 
@@ -140,6 +141,12 @@ class TestStream {
   aclrtStream stream_ = nullptr;
 };
 
+// Whether the current device is the CPU (aclrtGetSocName). Tests that only make sense there skip themselves on
+// another device with CpuOnlyReason(): those that read device memory from the host, count threads or pin SIMD
+// targets. Every other test runs on whatever device ACLNN_DEVICE picks.
+bool DeviceIsCpu();
+std::string CpuOnlyReason(const char* why);
+
 // The calling thread's pending error message (aclGetRecentErrMsg), as a string ("" when none).
 std::string RecentErrorMessage();
 
@@ -160,13 +167,6 @@ class DeviceWorkspace {
   void* data_ = nullptr;
   bool ok_ = true;
 };
-
-// Phase 2 of an aclnn operator (aclnnXxx(workspace, workspaceSize, executor, stream)).
-using Phase2Function = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
-// Runs phase 2 with a workspace of workspace_size bytes (aclrtMalloc'd, freed after) and, if it succeeded, waits
-// for the stream. ACLNN_ERR_INNER if the workspace cannot be allocated.
-aclnnStatus RunWithWorkspace(Phase2Function run, uint64_t workspace_size, aclOpExecutor* executor,
-                             aclrtStream stream);
 
 // Relative error in the 2-norm: ||actual - expected|| / ||expected|| (or ||actual - expected|| if expected is 0).
 double RelativeNormError(const std::vector<double>& actual, const std::vector<double>& expected);

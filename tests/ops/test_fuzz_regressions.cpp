@@ -58,14 +58,9 @@ TEST(FuzzRegression, MsdaForwardValueWithoutKeysAndNullData) {
                            optest::RandomValues(rng, 48, 0.0, 1.0, ACL_FLOAT));
   DeviceTensor output = DeviceTensor::Output({1, 8, 32}, ACL_FLOAT, Layout::kContiguous);
 
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(value, spatial_shape.get(), level_start.get(),
-                                                                  location.get(), attn_weight.get(), output.get(),
-                                                                  &workspace_size, &executor),
-            ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnMultiScaleDeformableAttnFunction, workspace_size, executor, stream.get()),
+  ASSERT_EQ(opcall::Run(opcall::MultiScaleDeformableAttnFunction{value, spatial_shape.get(), level_start.get(),
+                                                                  location.get(), attn_weight.get(), output.get()},
+                        stream.get()),
             ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   optest::ExpectAllZero("output", output.Read());
@@ -86,15 +81,10 @@ TEST(FuzzRegression, NsaCompressForwardContiguousInputInPlace) {
   DeviceTensor weight({32, 1}, dtype, Layout::kContiguous, weight_values);
   DeviceTensor output = DeviceTensor::Output({1, 1, 1}, dtype, Layout::kContiguous);
   optest::HostIntArray act_seq_len({35});
-  char layout[] = "TND";
-
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnNsaCompressGetWorkspaceSize(input.get(), weight.get(), act_seq_len.get(), layout, 32, 16, 0,
-                                             output.get(), &workspace_size, &executor),
+  ASSERT_EQ(opcall::Run(opcall::NsaCompress{input.get(), weight.get(), act_seq_len.get(), "TND", 32, 16, 0,
+                                             output.get()},
+                        stream.get()),
             ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnNsaCompress, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
 
   const std::vector<int64_t> starts = ref::NsaCompressBlockStarts({35}, 32, 16);
@@ -126,16 +116,10 @@ TEST(FuzzRegression, NsaCompressGradContiguousOutputGradInPlace) {
   DeviceTensor input_grad = DeviceTensor::Output({85, 3, 1}, dtype, Layout::kContiguous);
   DeviceTensor weight_grad = DeviceTensor::Output({64, 3}, dtype, Layout::kContiguous);
   optest::HostIntArray act_seq_len({0, 85});
-  char layout[] = "TND";
-
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(
-      aclnnNsaCompressGradGetWorkspaceSize(output_grad.get(), input.get(), weight.get(), act_seq_len.get(), 64, 16, 0,
-                                           layout, input_grad.get(), weight_grad.get(), &workspace_size, &executor),
-      ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
-  ASSERT_EQ(optest::RunWithWorkspace(aclnnNsaCompressGrad, workspace_size, executor, stream.get()), ACLNN_SUCCESS)
+  ASSERT_EQ(opcall::Run(opcall::NsaCompressGrad{output_grad.get(), input.get(), weight.get(), act_seq_len.get(), 64, 16,
+                                                 0, "TND", input_grad.get(), weight_grad.get()},
+                        stream.get()),
+            ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
 
   const std::vector<int64_t> starts = ref::NsaCompressBlockStarts({0, 85}, 64, 16);

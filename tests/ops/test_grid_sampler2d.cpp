@@ -169,24 +169,15 @@ class BoolArray {
 
 aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const Modes& m, aclTensor* out,
                        aclrtStream stream = nullptr) {
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status = aclnnGridSampler2DGetWorkspaceSize(input, grid, m.interpolation, m.padding,
-                                                                m.align_corners, out, &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnGridSampler2D, workspace_size, executor, stream);
+  return opcall::Run(opcall::GridSampler2D{input, grid, m.interpolation, m.padding, m.align_corners, out}, stream);
 }
 
 aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid, const Modes& m,
                         const aclBoolArray* mask, aclTensor* input_grad, aclTensor* grid_grad,
                         aclrtStream stream = nullptr) {
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status =
-      aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output, input, grid, m.interpolation, m.padding, m.align_corners,
-                                                 mask, input_grad, grid_grad, &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnGridSampler2DBackward, workspace_size, executor, stream);
+  return opcall::Run(opcall::GridSampler2DBackward{grad_output, input, grid, m.interpolation, m.padding,
+                                                   m.align_corners, mask, input_grad, grid_grad},
+                     stream);
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -1184,10 +1175,10 @@ TEST(GridSampler2DExecutor, RepeatableBackwardRunsAgainOnNewData) {
   const BoolArray both({true, true});
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnGridSampler2DBackwardGetWorkspaceSize(d.grad_output.get(), d.input.get(), d.grid.get(),
-                                                       m.interpolation, m.padding, m.align_corners, both.get(),
-                                                       input_grad.get(), grid_grad.get(), &workspace_size, &executor),
-            ACLNN_SUCCESS)
+  const opcall::GridSampler2DBackward call{d.grad_output.get(), d.input.get(), d.grid.get(), m.interpolation,
+                                           m.padding,           m.align_corners, both.get(), input_grad.get(),
+                                           grid_grad.get()};
+  ASSERT_EQ(opcall::GetWorkspaceSize(call, &workspace_size, &executor), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(executor), ACLNN_SUCCESS) << optest::RecentErrorMessage();
   const optest::DeviceWorkspace workspace(workspace_size);

@@ -79,9 +79,10 @@ class GridSamplerBackwardValidation : public testing::Test {
   }
 
   aclnnStatus Call(const BackwardArgs& a) {
-    return aclnnGridSampler2DBackwardGetWorkspaceSize(a.grad_output, a.input, a.grid, a.interpolation_mode,
-                                                      a.padding_mode, false, a.output_mask, a.input_grad, a.grid_grad,
-                                                      a.workspace_size, a.executor);
+    return opcall::GetWorkspaceSize(opcall::GridSampler2DBackward{a.grad_output, a.input, a.grid, a.interpolation_mode,
+                                                                  a.padding_mode, false, a.output_mask, a.input_grad,
+                                                                  a.grid_grad},
+                                    a.workspace_size, a.executor);
   }
 
   // Expects the status and a message containing the function name and every fragment; nothing written.
@@ -415,8 +416,9 @@ class GridSamplerForwardValidation : public testing::Test {
   ForwardArgs Valid() { return {input_.get(), grid_.get(), 2, 1, out_.get(), &workspace_size_, &executor_}; }
 
   aclnnStatus Call(const ForwardArgs& a) {
-    return aclnnGridSampler2DGetWorkspaceSize(a.input, a.grid, a.interpolation_mode, a.padding_mode, true, a.out,
-                                              a.workspace_size, a.executor);
+    return opcall::GetWorkspaceSize(
+        opcall::GridSampler2D{a.input, a.grid, a.interpolation_mode, a.padding_mode, true, a.out}, a.workspace_size,
+        a.executor);
   }
 
   void ExpectRejected(const ForwardArgs& a, aclnnStatus status, const std::vector<std::string>& fragments) {

@@ -368,25 +368,23 @@ struct DeviceProblem {
   }
 };
 
+// The operators' calls on d's inputs.
+opcall::MultiScaleDeformableAttnFunction ForwardCall(const DeviceProblem& d, aclTensor* out) {
+  return {d.value.get(), d.spatial_shape.get(), d.level_start.get(), d.location.get(), d.attn.get(), out};
+}
+opcall::MultiScaleDeformableAttentionGrad BackwardCall(const DeviceProblem& d, aclTensor* grad_value,
+                                                       aclTensor* grad_location, aclTensor* grad_attn) {
+  return {d.value.get(),       d.spatial_shape.get(), d.level_start.get(), d.location.get(), d.attn.get(),
+          d.grad_output.get(), grad_value,            grad_location,       grad_attn};
+}
+
 aclnnStatus RunForward(const DeviceProblem& d, aclTensor* out, aclrtStream stream = nullptr) {
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
-      d.value.get(), d.spatial_shape.get(), d.level_start.get(), d.location.get(), d.attn.get(), out, &workspace_size,
-      &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnMultiScaleDeformableAttnFunction, workspace_size, executor, stream);
+  return opcall::Run(ForwardCall(d, out), stream);
 }
 
 aclnnStatus RunBackward(const DeviceProblem& d, aclTensor* grad_value, aclTensor* grad_location, aclTensor* grad_attn,
                         aclrtStream stream = nullptr) {
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status = aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
-      d.value.get(), d.spatial_shape.get(), d.level_start.get(), d.location.get(), d.attn.get(), d.grad_output.get(),
-      grad_value, grad_location, grad_attn, &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnMultiScaleDeformableAttentionGrad, workspace_size, executor, stream);
+  return opcall::Run(BackwardCall(d, grad_value, grad_location, grad_attn), stream);
 }
 
 struct DeviceGradients {
@@ -1055,9 +1053,8 @@ TEST(MsdaExecutor, RepeatableBackwardRunsAgainOnNewData) {
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
   ASSERT_EQ(
-      aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
-          d.value.get(), d.spatial_shape.get(), d.level_start.get(), d.location.get(), d.attn.get(),
-          d.grad_output.get(), grads.value.get(), grads.location.get(), grads.attn.get(), &workspace_size, &executor),
+      opcall::GetWorkspaceSize(BackwardCall(d, grads.value.get(), grads.location.get(), grads.attn.get()),
+                               &workspace_size, &executor),
       ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(executor), ACLNN_SUCCESS) << optest::RecentErrorMessage();

@@ -271,26 +271,17 @@ struct DeviceProblem {
 
 aclnnStatus RunForward(const Problem& p, const DeviceProblem& d, const CallConfig& setup, aclTensor* output,
                        aclrtStream stream = nullptr) {
-  char layout[] = "TND";
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status = aclnnNsaCompressGetWorkspaceSize(d.input.get(), d.weight.get(), d.act_seq_len.get(),
-                                                              setup.null_layout ? nullptr : layout, p.g.block_size,
-                                                              p.g.stride, 0, output, &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnNsaCompress, workspace_size, executor, stream);
+  return opcall::Run(opcall::NsaCompress{d.input.get(), d.weight.get(), d.act_seq_len.get(),
+                                         setup.null_layout ? nullptr : "TND", p.g.block_size, p.g.stride, 0, output},
+                     stream);
 }
 
 aclnnStatus RunBackward(const Problem& p, const DeviceProblem& d, const CallConfig& setup, aclTensor* input_grad,
                         aclTensor* weight_grad, aclrtStream stream = nullptr) {
-  char layout[] = "TND";
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status = aclnnNsaCompressGradGetWorkspaceSize(
-      d.output_grad.get(), d.input.get(), d.weight.get(), d.act_seq_len.get(), p.g.block_size, p.g.stride, 0,
-      setup.null_layout ? nullptr : layout, input_grad, weight_grad, &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnNsaCompressGrad, workspace_size, executor, stream);
+  return opcall::Run(opcall::NsaCompressGrad{d.output_grad.get(), d.input.get(), d.weight.get(), d.act_seq_len.get(),
+                                             p.g.block_size, p.g.stride, 0, setup.null_layout ? nullptr : "TND",
+                                             input_grad, weight_grad},
+                     stream);
 }
 
 struct DeviceGradients {
@@ -882,14 +873,14 @@ TEST(NsaCompressExecutor, RepeatableExecutorsRunAgainOnNewData) {
   uint64_t forward_size = 0, backward_size = 0;
   aclOpExecutor* forward = nullptr;
   aclOpExecutor* backward = nullptr;
-  ASSERT_EQ(aclnnNsaCompressGetWorkspaceSize(d.input.get(), d.weight.get(), d.act_seq_len.get(), nullptr, g.block_size,
-                                             g.stride, 0, output.get(), &forward_size, &forward),
-            ACLNN_SUCCESS)
+  const opcall::NsaCompress forward_call{d.input.get(), d.weight.get(), d.act_seq_len.get(), nullptr,
+                                        g.block_size,  g.stride,      0,                    output.get()};
+  const opcall::NsaCompressGrad backward_call{
+      d.output_grad.get(), d.input.get(), d.weight.get(), d.act_seq_len.get(), g.block_size, g.stride, 0, nullptr,
+      grads.input.get(),   grads.weight.get()};
+  ASSERT_EQ(opcall::GetWorkspaceSize(forward_call, &forward_size, &forward), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
-  ASSERT_EQ(aclnnNsaCompressGradGetWorkspaceSize(d.output_grad.get(), d.input.get(), d.weight.get(),
-                                                 d.act_seq_len.get(), g.block_size, g.stride, 0, nullptr,
-                                                 grads.input.get(), grads.weight.get(), &backward_size, &backward),
-            ACLNN_SUCCESS)
+  ASSERT_EQ(opcall::GetWorkspaceSize(backward_call, &backward_size, &backward), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(forward), ACLNN_SUCCESS) << optest::RecentErrorMessage();
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(backward), ACLNN_SUCCESS) << optest::RecentErrorMessage();
@@ -898,9 +889,9 @@ TEST(NsaCompressExecutor, RepeatableExecutorsRunAgainOnNewData) {
     d.input.Write(p->input);
     d.weight.Write(p->weight);
     d.output_grad.Write(p->output_grad);
-    ASSERT_EQ(optest::RunWithWorkspace(aclnnNsaCompress, forward_size, forward, stream.get()), ACLNN_SUCCESS)
+    ASSERT_EQ(opcall::RunPhase2(aclnnNsaCompress, forward_size, forward, stream.get()), ACLNN_SUCCESS)
         << optest::RecentErrorMessage();
-    ASSERT_EQ(optest::RunWithWorkspace(aclnnNsaCompressGrad, backward_size, backward, stream.get()), ACLNN_SUCCESS)
+    ASSERT_EQ(opcall::RunPhase2(aclnnNsaCompressGrad, backward_size, backward, stream.get()), ACLNN_SUCCESS)
         << optest::RecentErrorMessage();
     ExpectForwardMatches(output.Read(), *p, setup.dtype);
     ExpectBackwardMatches(grads.input.Read(), grads.weight.Read(), *p, setup.dtype);

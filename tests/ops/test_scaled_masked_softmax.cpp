@@ -134,22 +134,12 @@ BackwardData MakeBackwardData(const Dims& d, aclDataType dtype, double scale, ui
 
 aclnnStatus RunBackward(const aclTensor* dy, const aclTensor* y, const aclTensor* mask, double scale, aclTensor* out,
                         aclrtStream stream = nullptr) {
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status =
-      aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(dy, y, mask, scale, false, out, &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnScaledMaskedSoftmaxBackward, workspace_size, executor, stream);
+  return opcall::Run(opcall::ScaledMaskedSoftmaxBackward{dy, y, mask, scale, false, out}, stream);
 }
 
 aclnnStatus RunForward(const aclTensor* x, const aclTensor* mask, double scale, aclTensor* y,
                        aclrtStream stream = nullptr) {
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus status =
-      aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, scale, false, y, &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) return status;
-  return optest::RunWithWorkspace(aclnnScaledMaskedSoftmax, workspace_size, executor, stream);
+  return opcall::Run(opcall::ScaledMaskedSoftmax{x, mask, scale, false, y}, stream);
 }
 
 // ------------------------------------------------------------------------------------------------------------
@@ -708,8 +698,9 @@ TEST(ScaledMaskedSoftmaxExecutor, RepeatableExecutorRunsAgainOnNewData) {
   DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(dy.get(), y.get(), mask.get(), scale, false, out.get(),
-                                                             &workspace_size, &executor),
+  ASSERT_EQ(opcall::GetWorkspaceSize(opcall::ScaledMaskedSoftmaxBackward{dy.get(), y.get(), mask.get(), scale, false,
+                                                                        out.get()},
+                                     &workspace_size, &executor),
             ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
   EXPECT_EQ(workspace_size, 0u);
@@ -740,8 +731,9 @@ TEST(ScaledMaskedSoftmaxExecutor, OneShotExecutorRefusesASecondRun) {
   DeviceTensor out = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(dy.get(), y.get(), mask.get(), 1.0, false, out.get(),
-                                                             &workspace_size, &executor),
+  ASSERT_EQ(opcall::GetWorkspaceSize(opcall::ScaledMaskedSoftmaxBackward{dy.get(), y.get(), mask.get(), 1.0, false,
+                                                                        out.get()},
+                                     &workspace_size, &executor),
             ACLNN_SUCCESS);
   ASSERT_EQ(aclnnScaledMaskedSoftmaxBackward(nullptr, 0, executor, nullptr), ACLNN_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);

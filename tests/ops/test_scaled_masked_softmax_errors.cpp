@@ -52,8 +52,9 @@ class BackwardValidation : public testing::Test {
   BackwardArgs Valid() { return {dy_.get(), y_.get(), mask_.get(), out_.get(), false, &workspace_size_, &executor_}; }
 
   aclnnStatus Call(const BackwardArgs& a) {
-    return aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(a.grad_output, a.y, a.mask, a.scale, a.fix_triu_mask, a.out,
-                                                            a.workspace_size, a.executor);
+    return opcall::GetWorkspaceSize(
+        opcall::ScaledMaskedSoftmaxBackward{a.grad_output, a.y, a.mask, a.scale, a.fix_triu_mask, a.out},
+        a.workspace_size, a.executor);
   }
 
   // Expects the status and a message containing the function name and every fragment.
@@ -342,8 +343,8 @@ class ForwardValidation : public testing::Test {
   ForwardArgs Valid() { return {x_.get(), mask_.get(), y_.get(), false, &workspace_size_, &executor_}; }
 
   aclnnStatus Call(const ForwardArgs& a) {
-    return aclnnScaledMaskedSoftmaxGetWorkspaceSize(a.x, a.mask, a.scale, a.fixed_triu_mask, a.y, a.workspace_size,
-                                                    a.executor);
+    return opcall::GetWorkspaceSize(opcall::ScaledMaskedSoftmax{a.x, a.mask, a.scale, a.fixed_triu_mask, a.y},
+                                    a.workspace_size, a.executor);
   }
 
   void ExpectRejected(const ForwardArgs& a, aclnnStatus status, const std::vector<std::string>& fragments) {

@@ -15,15 +15,13 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnnop/aclnn_grid_sampler2d.h"
-#include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "parity_runner_util.h"
 
 namespace {
 
 using parity::DeviceTensor;
 using parity::RecentError;
-using parity::RunPhase2;
+using parity::RunCall;
 
 struct ParityCase {
   std::string name;
@@ -52,28 +50,18 @@ std::string RunCase(const std::string& dir, const ParityCase& pc, aclrtStream st
     if (!(error = t->FillNaN()).empty()) return error;
   }
 
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  aclnnStatus status = aclnnGridSampler2DGetWorkspaceSize(input.get(), grid.get(), pc.interpolation, pc.padding,
-                                                          pc.align_corners, out.get(), &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) {
-    return "aclnnGridSampler2DGetWorkspaceSize returned " + std::to_string(status) + ": " + RecentError();
-  }
-  if (!(error = RunPhase2("aclnnGridSampler2D", aclnnGridSampler2D, workspace_size, executor, stream)).empty()) {
-    return error;
-  }
+  error = RunCall(opcall::GridSampler2D{input.get(), grid.get(), pc.interpolation, pc.padding, pc.align_corners,
+                                        out.get()},
+                  stream);
+  if (!error.empty()) return error;
 
   const bool both[2] = {true, true};
   aclBoolArray* output_mask = aclCreateBoolArray(both, 2);
   if (output_mask == nullptr) return "aclCreateBoolArray failed: " + RecentError();
-  status = aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output.get(), input.get(), grid.get(), pc.interpolation,
-                                                      pc.padding, pc.align_corners, output_mask, input_grad.get(),
-                                                      grid_grad.get(), &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) {
-    error = "aclnnGridSampler2DBackwardGetWorkspaceSize returned " + std::to_string(status) + ": " + RecentError();
-  } else {
-    error = RunPhase2("aclnnGridSampler2DBackward", aclnnGridSampler2DBackward, workspace_size, executor, stream);
-  }
+  error = RunCall(opcall::GridSampler2DBackward{grad_output.get(), input.get(), grid.get(), pc.interpolation,
+                                                pc.padding, pc.align_corners, output_mask, input_grad.get(),
+                                                grid_grad.get()},
+                  stream);
   aclDestroyBoolArray(output_mask);
   if (!error.empty()) return error;
 

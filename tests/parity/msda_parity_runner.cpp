@@ -18,8 +18,6 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnnop/aclnn_multi_scale_deformable_attention_grad.h"
-#include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
 #include "parity_runner_util.h"
 
 namespace {
@@ -27,7 +25,7 @@ namespace {
 using parity::DeviceTensor;
 using parity::ParseDType;
 using parity::RecentError;
-using parity::RunPhase2;
+using parity::RunCall;
 
 struct ParityCase {
   std::string name;
@@ -69,28 +67,14 @@ std::string RunCase(const std::string& dir, const ParityCase& pc, aclrtStream st
     if (!(error = t->FillNaN()).empty()) return error;
   }
 
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  aclnnStatus status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
-      value.get(), spatial_shape.get(), level_start.get(), location.get(), attn.get(), output.get(), &workspace_size,
-      &executor);
-  if (status != ACLNN_SUCCESS) {
-    return "aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize returned " + std::to_string(status) + ": " +
-           RecentError();
-  }
-  error = RunPhase2("aclnnMultiScaleDeformableAttnFunction", aclnnMultiScaleDeformableAttnFunction, workspace_size,
-                    executor, stream);
+  error = RunCall(opcall::MultiScaleDeformableAttnFunction{value.get(), spatial_shape.get(), level_start.get(),
+                                                           location.get(), attn.get(), output.get()},
+                  stream);
   if (!error.empty()) return error;
-
-  status = aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
-      value.get(), spatial_shape.get(), level_start.get(), location.get(), attn.get(), grad_output.get(),
-      grad_value.get(), grad_location.get(), grad_attn.get(), &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) {
-    return "aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize returned " + std::to_string(status) + ": " +
-           RecentError();
-  }
-  error = RunPhase2("aclnnMultiScaleDeformableAttentionGrad", aclnnMultiScaleDeformableAttentionGrad, workspace_size,
-                    executor, stream);
+  error = RunCall(opcall::MultiScaleDeformableAttentionGrad{value.get(), spatial_shape.get(), level_start.get(),
+                                                            location.get(), attn.get(), grad_output.get(),
+                                                            grad_value.get(), grad_location.get(), grad_attn.get()},
+                  stream);
   if (!error.empty()) return error;
 
   if (!(error = output.Save(prefix + ".output")).empty()) return error;

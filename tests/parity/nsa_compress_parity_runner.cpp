@@ -19,15 +19,13 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnnop/aclnn_nsa_compress.h"
-#include "aclnnop/aclnn_nsa_compress_grad.h"
 #include "parity_runner_util.h"
 
 namespace {
 
 using parity::DeviceTensor;
 using parity::RecentError;
-using parity::RunPhase2;
+using parity::RunCall;
 
 struct ParityCase {
   std::string name;
@@ -80,25 +78,14 @@ std::string RunCase(const std::string& dir, const ParityCase& pc, aclrtStream st
     if (!(error = t->FillNaN()).empty()) return error;
   }
 
-  char tnd[] = "TND";
-  char* layout = pc.null_layout ? nullptr : tnd;
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  aclnnStatus status = aclnnNsaCompressGetWorkspaceSize(input.get(), weight.get(), act_seq_len, layout, pc.block_size,
-                                                        pc.stride, 0, output.get(), &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) {
-    return "aclnnNsaCompressGetWorkspaceSize returned " + std::to_string(status) + ": " + RecentError();
-  }
-  error = RunPhase2("aclnnNsaCompress", aclnnNsaCompress, workspace_size, executor, stream);
+  const char* layout = pc.null_layout ? nullptr : "TND";
+  error = RunCall(opcall::NsaCompress{input.get(), weight.get(), act_seq_len, layout, pc.block_size, pc.stride, 0,
+                                      output.get()},
+                  stream);
   if (!error.empty()) return error;
-
-  status = aclnnNsaCompressGradGetWorkspaceSize(output_grad.get(), input.get(), weight.get(), act_seq_len,
-                                                pc.block_size, pc.stride, 0, layout, input_grad.get(),
-                                                weight_grad.get(), &workspace_size, &executor);
-  if (status != ACLNN_SUCCESS) {
-    return "aclnnNsaCompressGradGetWorkspaceSize returned " + std::to_string(status) + ": " + RecentError();
-  }
-  error = RunPhase2("aclnnNsaCompressGrad", aclnnNsaCompressGrad, workspace_size, executor, stream);
+  error = RunCall(opcall::NsaCompressGrad{output_grad.get(), input.get(), weight.get(), act_seq_len, pc.block_size,
+                                          pc.stride, 0, layout, input_grad.get(), weight_grad.get()},
+                  stream);
   if (!error.empty()) return error;
 
   if (!(error = output.Save(prefix + ".output")).empty()) return error;

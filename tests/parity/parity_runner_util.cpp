@@ -83,22 +83,11 @@ std::string DeviceTensor::CopyIn(const std::vector<char>& host) {
   return "";
 }
 
-std::string RunPhase2(const char* op, Phase2 run, uint64_t workspace_size, aclOpExecutor* executor,
-                      aclrtStream stream) {
-  void* workspace = nullptr;
-  if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
-    return std::string(op) + ": aclrtMalloc of the workspace (" + std::to_string(workspace_size) +
-           " bytes) failed: " + RecentError();
-  }
-  aclnnStatus status = run(workspace, workspace_size, executor, stream);
-  std::string error;
-  if (status != ACLNN_SUCCESS) {
-    error = std::string(op) + " returned " + std::to_string(status) + ": " + RecentError();
-  } else if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) {
-    error = std::string(op) + ": aclrtSynchronizeStream failed: " + RecentError();
-  }
-  if (workspace != nullptr) aclrtFree(workspace);
-  return error;
+std::string RunCall(const opcall::OpCall& call, aclrtStream stream) {
+  const aclnnStatus status = opcall::Run(call, stream);
+  if (status == ACLNN_SUCCESS) return "";
+  return std::string("aclnn") + opcall::OpName(opcall::KindOf(call)) + " (phase 1, phase 2 or the synchronisation) returned " +
+         std::to_string(status) + ": " + RecentError();
 }
 
 bool ParseDType(const std::string& text, std::initializer_list<std::pair<const char*, aclDataType>> known,

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "op_calls.h"
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
 
@@ -49,11 +50,8 @@ class DeviceTensor {
   std::string error_;
 };
 
-using Phase2 = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
-
-// Phase 2 with a workspace of the size phase 1 asked for, then waits for the stream.
-std::string RunPhase2(const char* op, Phase2 run, uint64_t workspace_size, aclOpExecutor* executor,
-                      aclrtStream stream);
+// The call of the operator-call table run the way CANN's samples do (opcall::Run); "" or what failed.
+std::string RunCall(const opcall::OpCall& call, aclrtStream stream);
 
 // The dtype named text among the (name, dtype) pairs; false if none.
 bool ParseDType(const std::string& text, std::initializer_list<std::pair<const char*, aclDataType>> known,

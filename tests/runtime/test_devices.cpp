@@ -36,6 +36,8 @@ int CpuIsDeviceZero() {
   if (aclrtGetDeviceCount(&count) != ACL_SUCCESS || count != 1) return 1;
   if (aclrtSetDevice(0) != ACL_SUCCESS) return 2;
   if (pacl::rt::CurrentDevice().kind != pacl::rt::DeviceKind::kCpu) return 3;
+  const char* name = aclrtGetSocName();
+  if (name == nullptr || std::string(name).rfind("CPU (", 0) != 0) return 9;
   int32_t device = -1;
   if (aclrtGetDevice(&device) != ACL_SUCCESS || device != 0) return 4;
   if (aclrtSetDevice(1) != ACL_ERROR_RT_INVALID_DEVICEID) return 5;
@@ -53,10 +55,14 @@ int CudaOrNoDevice() {
     if (count == 0) return 1;
     if (aclrtSetDevice(0) != ACL_SUCCESS) return 2;
     if (pacl::rt::CurrentDevice().kind != pacl::rt::DeviceKind::kCuda) return 3;
+    const char* name = aclrtGetSocName();
+    if (name == nullptr || std::string(name).rfind("CUDA device 0", 0) != 0) return 11;
     return aclrtResetDevice(0) == ACL_SUCCESS ? 0 : 4;
   }
   if (status != ACL_ERROR_RT_NO_DEVICE || count != 0) return 5;
   if (!Mentions(TakeErrors(), {"aclrtGetDeviceCount", "no device", "ACLNN_DEVICE=cuda"})) return 6;
+  if (aclrtGetSocName() != nullptr) return 12;
+  if (!Mentions(TakeErrors(), {"aclrtGetSocName", "no device"})) return 13;
   if (aclrtSetDevice(0) != ACL_ERROR_RT_NO_DEVICE) return 7;
   if (!Mentions(TakeErrors(), {"aclrtSetDevice", "deviceId (0)", "no device", "CUDA"})) return 8;
   void* p = nullptr;

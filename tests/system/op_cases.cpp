@@ -7,14 +7,6 @@
 #include <random>
 #include <utility>
 
-#include "aclnnop/aclnn_grid_sampler2d.h"
-#include "aclnnop/aclnn_grid_sampler2d_backward.h"
-#include "aclnnop/aclnn_multi_scale_deformable_attention_grad.h"
-#include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
-#include "aclnnop/aclnn_nsa_compress.h"
-#include "aclnnop/aclnn_nsa_compress_grad.h"
-#include "aclnnop/aclnn_scaled_masked_softmax.h"
-#include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
 #include "reference/grid_sampler2d_reference.h"
 #include "reference/msda_reference.h"
 #include "reference/nsa_compress_reference.h"
@@ -101,11 +93,9 @@ std::unique_ptr<OpCase> MakeSoftmaxCase(bool backward, aclDataType dtype, uint64
     inputs->expected.push_back(y);
     return std::make_unique<OpCase>(
         CaseName(op, dtype, variant), std::move(inputs), std::move(outputs),
-        [scale](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-          return aclnnScaledMaskedSoftmaxGetWorkspaceSize(c.input(0), c.input(1), scale, false, c.output(0),
-                                                          workspace_size, executor);
-        },
-        aclnnScaledMaskedSoftmax);
+        [scale](const OpCase& c) -> opcall::OpCall {
+          return opcall::ScaledMaskedSoftmax{c.input(0), c.input(1), scale, false, c.output(0)};
+        });
   }
   // Backward: y a realistic softmax output (rounded to dtype), dy random.
   y = Rounded(std::move(y), dtype);
@@ -119,11 +109,9 @@ std::unique_ptr<OpCase> MakeSoftmaxCase(bool backward, aclDataType dtype, uint64
   inputs->expected.push_back(out);
   return std::make_unique<OpCase>(
       CaseName(op, dtype, variant), std::move(inputs), std::move(outputs),
-      [scale](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-        return aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(c.input(0), c.input(1), c.input(2), scale, false,
-                                                                c.output(0), workspace_size, executor);
-      },
-      aclnnScaledMaskedSoftmaxBackward);
+      [scale](const OpCase& c) -> opcall::OpCall {
+        return opcall::ScaledMaskedSoftmaxBackward{c.input(0), c.input(1), c.input(2), scale, false, c.output(0)};
+      });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -182,11 +170,10 @@ std::unique_ptr<OpCase> MakeGridSamplerCase(bool backward, aclDataType dtype, ui
     return std::make_unique<OpCase>(
         CaseName(op, dtype, variant), std::move(inputs),
         std::vector<OutputSpec>{{out_shape, dtype, LayoutFor(variant, 2)}},
-        [m](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-          return aclnnGridSampler2DGetWorkspaceSize(c.input(0), c.input(1), m.interpolation, m.padding, m.align_corners,
-                                                    c.output(0), workspace_size, executor);
-        },
-        aclnnGridSampler2D);
+        [m](const OpCase& c) -> opcall::OpCall {
+          return opcall::GridSampler2D{c.input(0), c.input(1), m.interpolation, m.padding, m.align_corners,
+                                       c.output(0)};
+        });
   }
   const std::vector<double> grad_output = optest::RandomValues(rng, optest::NumElements(out_shape), -1.0, 1.0, dtype);
   std::vector<double> input_grad(input.size()), grid_grad(grid.size());
@@ -202,12 +189,11 @@ std::unique_ptr<OpCase> MakeGridSamplerCase(bool backward, aclDataType dtype, ui
   return std::make_unique<OpCase>(
       CaseName(op, dtype, variant), std::move(inputs),
       std::vector<OutputSpec>{{input_shape, dtype, LayoutFor(variant, 1)}, {grid_shape, dtype, LayoutFor(variant, 0)}},
-      [m](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-        return aclnnGridSampler2DBackwardGetWorkspaceSize(c.input(0), c.input(1), c.input(2), m.interpolation,
-                                                          m.padding, m.align_corners, c.inputs().bool_array.get(),
-                                                          c.output(0), c.output(1), workspace_size, executor);
-      },
-      aclnnGridSampler2DBackward);
+      [m](const OpCase& c) -> opcall::OpCall {
+        return opcall::GridSampler2DBackward{c.input(0),      c.input(1),      c.input(2), m.interpolation,
+                                             m.padding,       m.align_corners, c.inputs().bool_array.get(),
+                                             c.output(0),     c.output(1)};
+      });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -260,11 +246,10 @@ std::unique_ptr<OpCase> MakeMsdaCase(bool backward, aclDataType dtype, uint64_t 
     return std::make_unique<OpCase>(
         CaseName(OpKind::kMultiScaleDeformableAttnFunction, dtype, variant), std::move(inputs),
         std::vector<OutputSpec>{{out_shape, dtype, LayoutFor(variant, 1)}},
-        [](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-          return aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
-              c.input(0), c.input(1), c.input(2), c.input(3), c.input(4), c.output(0), workspace_size, executor);
-        },
-        aclnnMultiScaleDeformableAttnFunction);
+        [](const OpCase& c) -> opcall::OpCall {
+          return opcall::MultiScaleDeformableAttnFunction{c.input(0), c.input(1), c.input(2),
+                                                          c.input(3), c.input(4), c.output(0)};
+        });
   }
   // gradOutput 3-D (bs, nq, nh * c) or, in odd variants, the 4-D (bs, nq, nh, c) form.
   const std::vector<int64_t> grad_output_shape =
@@ -281,12 +266,11 @@ std::unique_ptr<OpCase> MakeMsdaCase(bool backward, aclDataType dtype, uint64_t 
       std::vector<OutputSpec>{{value_shape, dtype, LayoutFor(variant, 2)},
                               {location_shape, dtype, LayoutFor(variant, 0)},
                               {attn_shape, dtype, LayoutFor(variant, 1)}},
-      [](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-        return aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(c.input(0), c.input(1), c.input(2), c.input(3),
-                                                                      c.input(4), c.input(5), c.output(0), c.output(1),
-                                                                      c.output(2), workspace_size, executor);
-      },
-      aclnnMultiScaleDeformableAttentionGrad);
+      [](const OpCase& c) -> opcall::OpCall {
+        return opcall::MultiScaleDeformableAttentionGrad{c.input(0),  c.input(1),  c.input(2),
+                                                         c.input(3),  c.input(4),  c.input(5),
+                                                         c.output(0), c.output(1), c.output(2)};
+      });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -330,12 +314,10 @@ std::unique_ptr<OpCase> MakeNsaCase(bool backward, aclDataType dtype, uint64_t s
     return std::make_unique<OpCase>(
         CaseName(OpKind::kNsaCompress, dtype, variant), std::move(inputs),
         std::vector<OutputSpec>{{output_shape, dtype, LayoutFor(variant, 2)}},
-        [](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-          char layout[] = "TND";
-          return aclnnNsaCompressGetWorkspaceSize(c.input(0), c.input(1), c.inputs().int_array.get(), layout,
-                                                  kNsaBlockSize, kNsaStride, 0, c.output(0), workspace_size, executor);
-        },
-        aclnnNsaCompress);
+        [](const OpCase& c) -> opcall::OpCall {
+          return opcall::NsaCompress{c.input(0), c.input(1), c.inputs().int_array.get(), "TND", kNsaBlockSize,
+                                     kNsaStride, 0,          c.output(0)};
+        });
   }
   const std::vector<double> output_grad =
       optest::RandomValues(rng, optest::NumElements(output_shape), -1.0, 1.0, dtype);
@@ -350,38 +332,13 @@ std::unique_ptr<OpCase> MakeNsaCase(bool backward, aclDataType dtype, uint64_t s
       CaseName(OpKind::kNsaCompressGrad, dtype, variant), std::move(inputs),
       std::vector<OutputSpec>{{input_shape, dtype, LayoutFor(variant, 2)},
                               {weight_shape, dtype, LayoutFor(variant, 0)}},
-      [](const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor) {
-        char layout[] = "TND";
-        return aclnnNsaCompressGradGetWorkspaceSize(c.input(0), c.input(1), c.input(2), c.inputs().int_array.get(),
-                                                    kNsaBlockSize, kNsaStride, 0, layout, c.output(0), c.output(1),
-                                                    workspace_size, executor);
-      },
-      aclnnNsaCompressGrad);
+      [](const OpCase& c) -> opcall::OpCall {
+        return opcall::NsaCompressGrad{c.input(0), c.input(1), c.input(2),  c.inputs().int_array.get(),
+                                       kNsaBlockSize, kNsaStride, 0, "TND", c.output(0), c.output(1)};
+      });
 }
 
 }  // namespace
-
-const char* OpName(OpKind op) {
-  switch (op) {
-    case OpKind::kScaledMaskedSoftmax:
-      return "ScaledMaskedSoftmax";
-    case OpKind::kScaledMaskedSoftmaxBackward:
-      return "ScaledMaskedSoftmaxBackward";
-    case OpKind::kGridSampler2D:
-      return "GridSampler2D";
-    case OpKind::kGridSampler2DBackward:
-      return "GridSampler2DBackward";
-    case OpKind::kMultiScaleDeformableAttnFunction:
-      return "MultiScaleDeformableAttnFunction";
-    case OpKind::kMultiScaleDeformableAttentionGrad:
-      return "MultiScaleDeformableAttentionGrad";
-    case OpKind::kNsaCompress:
-      return "NsaCompress";
-    case OpKind::kNsaCompressGrad:
-      return "NsaCompressGrad";
-  }
-  return "?";
-}
 
 std::vector<aclDataType> OpDTypes(OpKind op) {
   switch (op) {
@@ -397,12 +354,11 @@ std::vector<aclDataType> OpDTypes(OpKind op) {
 }
 
 OpCase::OpCase(std::string name, std::shared_ptr<const CaseInputs> inputs, std::vector<OutputSpec> output_specs,
-               Phase1 run_phase1, optest::Phase2Function run_phase2)
+               MakeCall make_call)
     : name_(std::move(name)),
       inputs_(std::move(inputs)),
       output_specs_(std::move(output_specs)),
-      phase1_(std::move(run_phase1)),
-      phase2_(run_phase2) {
+      make_call_(std::move(make_call)) {
   for (const OutputSpec& spec : output_specs_)
     outputs_.push_back(DeviceTensor::Output(spec.shape, spec.dtype, spec.layout));
 }
@@ -422,7 +378,7 @@ bool OpCase::Enqueue(aclrtStream stream, void** workspace) const {
     *workspace = nullptr;
     return false;
   }
-  status = phase2_(*workspace, workspace_size, executor, stream);
+  status = phase2()(*workspace, workspace_size, executor, stream);
   if (status != ACLNN_SUCCESS) {
     ADD_FAILURE() << name_ << ": phase 2 returned " << status << ": " << optest::RecentErrorMessage();
     aclDestroyAclOpExecutor(executor);  // a refused run leaves the executor alive
@@ -474,7 +430,7 @@ std::string OpCase::CheckAgainstReference() const {
 }
 
 std::unique_ptr<OpCase> OpCase::Clone() const {
-  return std::make_unique<OpCase>(name_, inputs_, output_specs_, phase1_, phase2_);
+  return std::make_unique<OpCase>(name_, inputs_, output_specs_, make_call_);
 }
 
 std::unique_ptr<OpCase> MakeCase(OpKind op, aclDataType dtype, uint64_t seed, int variant, CaseSize size) {

@@ -1,6 +1,7 @@
-// One ready-to-run call of each aclnn operator, in each of its dtypes, for the whole-library tests (concurrency,
-// lifecycle): random inputs in device memory, NaN-prefilled outputs with guard bytes, the phase-1 call bound to
-// them, and the float64 reference of the outputs. Public API only (plus the test harness of tests/ops/).
+// One ready-to-run call of each aclnn operator, in each of its dtypes, for the conformance suite and the
+// whole-library tests (concurrency, lifecycle): random inputs in device memory, NaN-prefilled outputs with guard
+// bytes, the call of the operator-call table (op_calls.h) bound to them, and the float64 reference of the outputs.
+// Public API only (plus the test harness of tests/ops/).
 #ifndef PACL_TESTS_SYSTEM_OP_CASES_H_
 #define PACL_TESTS_SYSTEM_OP_CASES_H_
 
@@ -12,31 +13,16 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
+#include "op_calls.h"
 #include "ops/op_test_util.h"
 
 namespace systest {
 
-enum class OpKind {
-  kScaledMaskedSoftmax,
-  kScaledMaskedSoftmaxBackward,
-  kGridSampler2D,
-  kGridSampler2DBackward,
-  kMultiScaleDeformableAttnFunction,
-  kMultiScaleDeformableAttentionGrad,
-  kNsaCompress,
-  kNsaCompressGrad,
-};
-inline constexpr OpKind kAllOps[] = {
-    OpKind::kScaledMaskedSoftmax,
-    OpKind::kScaledMaskedSoftmaxBackward,
-    OpKind::kGridSampler2D,
-    OpKind::kGridSampler2DBackward,
-    OpKind::kMultiScaleDeformableAttnFunction,
-    OpKind::kMultiScaleDeformableAttentionGrad,
-    OpKind::kNsaCompress,
-    OpKind::kNsaCompressGrad,
-};
-const char* OpName(OpKind op);
+// The operators are named as in the operator-call table (op_calls.h), which every case calls through.
+using opcall::kAllOps;
+using opcall::OpKind;
+using opcall::OpName;
+
 // Every dtype the operator accepts.
 std::vector<aclDataType> OpDTypes(OpKind op);
 
@@ -64,10 +50,11 @@ struct OutputSpec {
 // the same inputs and fresh outputs.
 class OpCase {
  public:
-  using Phase1 = std::function<aclnnStatus(const OpCase& c, uint64_t* workspace_size, aclOpExecutor** executor)>;
+  // The operator call on a case's tensors (an entry of the operator-call table).
+  using MakeCall = std::function<opcall::OpCall(const OpCase& c)>;
 
   OpCase(std::string name, std::shared_ptr<const CaseInputs> inputs, std::vector<OutputSpec> output_specs,
-         Phase1 run_phase1, optest::Phase2Function run_phase2);
+         MakeCall make_call);
   OpCase(const OpCase&) = delete;
   OpCase& operator=(const OpCase&) = delete;
 
@@ -76,11 +63,12 @@ class OpCase {
   aclTensor* input(size_t i) const { return inputs_->tensors[i].get(); }
   aclTensor* output(size_t i) const { return outputs_[i].get(); }
   const std::vector<optest::DeviceTensor>& outputs() const { return outputs_; }
-  optest::Phase2Function phase2() const { return phase2_; }
+  opcall::OpCall call() const { return make_call_(*this); }
+  opcall::Phase2Function phase2() const { return opcall::Phase2Of(opcall::KindOf(call())); }
 
   // Phase 1 (aclnnXxxGetWorkspaceSize) on this case's tensors.
   aclnnStatus GetWorkspaceSize(uint64_t* workspace_size, aclOpExecutor** executor) const {
-    return phase1_(*this, workspace_size, executor);
+    return opcall::GetWorkspaceSize(call(), workspace_size, executor);
   }
   // Phase 1, then phase 2 on stream with a workspace that the caller keeps until the stream is synchronised
   // (*workspace: null when none is needed). Records a gtest failure and returns false on any error.
@@ -105,8 +93,7 @@ class OpCase {
   std::shared_ptr<const CaseInputs> inputs_;
   std::vector<OutputSpec> output_specs_;
   std::vector<optest::DeviceTensor> outputs_;
-  Phase1 phase1_;
-  optest::Phase2Function phase2_;
+  MakeCall make_call_;
 };
 
 // A case of op in dtype; inputs drawn from seed. Layouts vary with variant (contiguous, transposed, padded views),
