@@ -53,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "multi_scale_deformable_attention/msda_corners.h"
 #include "multi_scale_deformable_attention/msda_params.h"
 #include "pacl/convert.h"
 #include "pacl/dtype.h"
@@ -376,25 +377,6 @@ LevelLanes MakeLevelLanes(const std::vector<Level>& levels, int64_t points) {
   return lanes;
 }
 
-// The key start + y * width + x (0 <= y, 0 <= x < width) computed exactly: true, with *key, when it lies in
-// [0, keys). A y * width + x beyond 2^64 - 1 exceeds any key whatever start (>= -2^63) is.
-bool ExactKey(int64_t start, int64_t y, int64_t width, int64_t x, int64_t keys, int64_t* key) {
-  uint64_t offset = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(y), static_cast<uint64_t>(width), &offset) ||
-      __builtin_add_overflow(offset, static_cast<uint64_t>(x), &offset)) {
-    return false;
-  }
-  if (start >= 0) {
-    if (start >= keys || offset >= static_cast<uint64_t>(keys - start)) return false;
-    *key = start + static_cast<int64_t>(offset);
-    return true;
-  }
-  const uint64_t minus_start = static_cast<uint64_t>(-(start + 1)) + 1;
-  if (offset < minus_start || offset - minus_start >= static_cast<uint64_t>(keys)) return false;
-  *key = static_cast<int64_t>(offset - minus_start);
-  return true;
-}
-
 // The sample points of one row (image, query, head) and their corners; see the layout above FastCorners.
 struct RowPoints {
   int64_t count = 0;   // levels * points
@@ -429,53 +411,18 @@ struct Sampler {
 };
 
 // Generic path (any spatialShape / levelStartIndex contents): point i's corners, scalar, 64-bit keys checked
-// exactly. Returns false when the point has no valid corner: it lies outside (-1, W) x (-1, H) (or is NaN), or
-// every corner's key falls outside [0, nk) (possible only with inconsistent levels). The caller then zeroes the
-// point's attention weight, so that its gradients are exactly 0 even for a NaN, infinite or huge weight.
+// exactly (msda_corners.h, shared with the CUDA kernels). False when the point has no valid corner; the caller then
+// zeroes the point's attention weight.
 bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row) {
+  PointCorners corners;
+  const bool any_valid =
+      ComputeCorners(level.height, level.width, level.start, keys, row->loc_x[i], row->loc_y[i], &corners);
   for (int64_t k = 0; k < 4; ++k) {
-    row->keys[k * row->stride + i] = -1;
-    row->weights[k * row->stride + i] = 0.0f;
-    row->d_dx[k * row->stride + i] = 0.0f;
-    row->d_dy[k * row->stride + i] = 0.0f;
-  }
-  const float width = static_cast<float>(level.width);
-  const float height = static_cast<float>(level.height);
-  // Fused, as FastCorners computes them: the same bits on both paths and every target.
-  const float x = std::fma(row->loc_x[i], width, -0.5f);
-  const float y = std::fma(row->loc_y[i], height, -0.5f);
-  if (!(x > -1.0f && x < width && y > -1.0f && y < height)) return false;
-  // x and y lie in (-1, 2^63): their floors convert exactly.
-  const float floor_x = std::floor(x);
-  const float floor_y = std::floor(y);
-  const int64_t x0 = static_cast<int64_t>(floor_x);
-  const int64_t y0 = static_cast<int64_t>(floor_y);
-  const float ax = x - floor_x;
-  const float ay = y - floor_y;
-  const float bx = 1.0f - ax;
-  const float by = 1.0f - ay;
-  struct Candidate {
-    int64_t y, x;
-    float weight, d_dx, d_dy;
-  };
-  const Candidate candidates[4] = {{y0, x0, by * bx, -by, -bx},
-                                   {y0, x0 + 1, by * ax, by, -ax},
-                                   {y0 + 1, x0, ay * bx, -ay, bx},
-                                   {y0 + 1, x0 + 1, ay * ax, ay, ax}};
-  bool any_valid = false;
-  for (int64_t k = 0; k < 4; ++k) {
-    const Candidate& c = candidates[k];
-    int64_t key = 0;
-    if (c.y < 0 || c.y >= level.height || c.x < 0 || c.x >= level.width ||
-        !ExactKey(level.start, c.y, level.width, c.x, keys, &key)) {
-      continue;
-    }
     const int64_t at = k * row->stride + i;
-    row->keys[at] = key;
-    row->weights[at] = c.weight;
-    row->d_dx[at] = c.d_dx;
-    row->d_dy[at] = c.d_dy;
-    any_valid = true;
+    row->keys[at] = corners.key[k];
+    row->weights[at] = corners.weight[k];
+    row->d_dx[at] = corners.d_dx[k];
+    row->d_dy[at] = corners.d_dy[k];
   }
   return any_valid;
 }

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "hwy/cache_control.h"
+#include "nsa_compress/nsa_compress_blocks.h"
 #include "nsa_compress/nsa_compress_params.h"
 #include "pacl/convert.h"
 #include "pacl/dtype.h"
@@ -436,8 +437,8 @@ void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights
   ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
     std::vector<float> sums(static_cast<size_t>((end - begin) * s.dim));
     // The sequences holding blocks [begin, end): from the first whose blocks end past `begin`.
-    auto seq = std::upper_bound(params.sequences.begin(), params.sequences.end(), begin,
-                                [](int64_t block, const Sequence& q) { return block < q.first_block + q.blocks; });
+    auto seq = params.sequences.begin() +
+               SequenceOfBlock(params.sequences.data(), static_cast<int64_t>(params.sequences.size()), begin);
     for (; seq != params.sequences.end() && seq->first_block < end; ++seq) {
       const int64_t first_block = std::max(begin, seq->first_block);
       const int64_t last_block = std::min(end, seq->first_block + seq->blocks);
@@ -535,18 +536,15 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
     std::vector<const void*> rows(static_cast<size_t>(max_cover));
     std::vector<float> row_weights(static_cast<size_t>(max_cover));
     // The sequence holding token `begin`: the first whose end is past it.
-    auto seq = std::upper_bound(params.sequences.begin(), params.sequences.end(), begin,
-                                [](int64_t token, const Sequence& q) { return token < q.end; });
+    auto seq = params.sequences.begin() +
+               SequenceOfToken(params.sequences.data(), static_cast<int64_t>(params.sequences.size()), begin);
     for (int64_t t = begin; t < end; ++t) {
       while (seq != params.sequences.end() && seq->end <= t) ++seq;
       // Blocks k of the sequence with k * stride <= t - start < k * stride + block_size.
-      int64_t first_k = 0;
-      int64_t count = 0;
-      if (seq != params.sequences.end() && seq->blocks > 0) {
-        const int64_t u = t - seq->start;
-        first_k = u >= s.block_size ? (u - s.block_size) / s.stride + 1 : 0;
-        count = std::max<int64_t>(0, std::min(u / s.stride, seq->blocks - 1) - first_k + 1);
-      }
+      CoveringBlocks covering;
+      if (seq != params.sequences.end()) covering = BlocksCovering(t - seq->start, s.block_size, s.stride, seq->blocks);
+      const int64_t first_k = covering.first;
+      const int64_t count = covering.count;
       for (int64_t n = 0; n < s.heads; ++n) {
         for (int64_t r = 0; r < count; ++r) {
           const int64_t k = first_k + r;
