@@ -13,11 +13,21 @@ uint64_t PlanBackwardCpu(BackwardParams* params) {
 const Implementation<ForwardParams> kForwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr,
      PlanInto<ForwardParams, PlanForwardWorkspace>, RunWithWorkspace<ForwardParams, RunForwardCpu>},
+#if PACL_WITH_CUDA
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, /*supports=*/nullptr, /*plan=*/nullptr, RunForwardCuda},
+#endif
 };
 
 const Implementation<BackwardParams> kBackwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr, PlanBackwardCpu,
      RunWithWorkspace<BackwardParams, RunBackwardCpu>},
+#if PACL_WITH_CUDA
+    // Atomic first: taken only when ACL_OPT_DETERMINISTIC is off (BindImplementation skips it otherwise).
+    {"cuda-atomic", rt::DeviceKind::kCuda, /*deterministic=*/false, SupportsBackwardCuda, PlanBackwardCudaAtomic,
+     RunBackwardCudaAtomic},
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, SupportsBackwardCuda, PlanBackwardCudaDeterministic,
+     RunBackwardCudaDeterministic},
+#endif
 };
 
 }  // namespace

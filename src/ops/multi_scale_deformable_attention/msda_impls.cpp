@@ -9,11 +9,21 @@ namespace {
 const Implementation<ForwardParams> kForwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr,
      PlanInto<ForwardParams, PlanForwardWorkspace>, RunWithWorkspace<ForwardParams, RunForwardCpu>},
+#if PACL_WITH_CUDA
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, /*supports=*/nullptr, /*plan=*/nullptr, RunForwardCuda},
+#endif
 };
 
 const Implementation<BackwardParams> kBackwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr,
      PlanInto<BackwardParams, PlanBackwardWorkspace>, RunWithWorkspace<BackwardParams, RunBackwardCpu>},
+#if PACL_WITH_CUDA
+    // Atomic first: taken only when ACL_OPT_DETERMINISTIC is off (BindImplementation skips it otherwise).
+    {"cuda-atomic", rt::DeviceKind::kCuda, /*deterministic=*/false, /*supports=*/nullptr, PlanBackwardCudaAtomic,
+     RunBackwardCudaAtomic},
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, /*supports=*/nullptr, PlanBackwardCudaDeterministic,
+     RunBackwardCudaDeterministic},
+#endif
 };
 
 }  // namespace

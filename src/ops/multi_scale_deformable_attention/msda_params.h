@@ -1,6 +1,6 @@
 // Plain-data parameters of aclnnMultiScaleDeformableAttnFunction (forward) and
-// aclnnMultiScaleDeformableAttentionGrad, filled by phase 1 (msda_api.cpp) and consumed by the CPU kernels
-// (cpu/msda_cpu.cpp).
+// aclnnMultiScaleDeformableAttentionGrad, filled by phase 1 (msda_api.cpp) and consumed by the kernels (cpu/,
+// cuda/).
 #ifndef PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_MSDA_PARAMS_H_
 #define PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_MSDA_PARAMS_H_
 
@@ -9,6 +9,10 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnn/acl_meta.h"
 #include "pacl/tensor.h"
+
+namespace pacl {
+struct KernelContext;
+}  // namespace pacl
 
 namespace pacl::msda {
 
@@ -50,6 +54,21 @@ struct WorkspacePlan {
   uint64_t bytes = 0;
 };
 
+// The CUDA backward's workspace (byte offsets from the workspace start rounded up to 64 bytes; -1 when unused; see
+// the NOTE in cuda/msda_cuda.cu). The gradValue sums are gathered chunk by chunk: a chunk is `chunk_planes`
+// (image, head) planes and, within each, a range of at most `chunk_queries` queries.
+struct CudaWorkspacePlan {
+  int64_t chunk_planes = 1;
+  int64_t chunk_queries = 1;
+  int64_t chunk_entries = 0;     // the most (corner) entries of one chunk
+  int64_t grad_value_sums = -1;  // fp32 (batch, heads, keys, channels)
+  int64_t keys = -1;             // uint64 [2][chunk_entries]
+  int64_t entry_ids = -1;        // uint32 [2][chunk_entries]
+  int64_t weights = -1;          // fp32 [chunk_entries]
+  int64_t segment_starts = -1;   // int32 [chunk_planes * keys + 1]
+  uint64_t bytes = 0;
+};
+
 // The inputs both operators take.
 struct MsdaInputs {
   TensorDesc value;
@@ -74,6 +93,7 @@ struct BackwardParams {
   TensorDesc grad_location;
   TensorDesc grad_attn_weight;
   WorkspacePlan workspace;
+  CudaWorkspacePlan cuda_workspace;
 };
 
 // Phase-1 planning (from the shapes and dtypes only).
@@ -92,6 +112,15 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params);
 // The CPU kernels (phase 2). workspace holds at least params.workspace.bytes bytes (nullptr when that is 0).
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace);
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace);
+
+// The CUDA implementations (cuda/msda_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA), enqueued on the
+// context's CUDA stream. The backward has two: deterministic (gradValue gathered through a sort of the corner
+// entries; the default) and atomic (float atomics, only when ACL_OPT_DETERMINISTIC is turned off).
+aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
+uint64_t PlanBackwardCudaDeterministic(BackwardParams* params);
+uint64_t PlanBackwardCudaAtomic(BackwardParams* params);
+aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context);
+aclnnStatus RunBackwardCudaAtomic(const BackwardParams& params, const KernelContext& context);
 
 }  // namespace pacl::msda
 

@@ -13,11 +13,17 @@ uint64_t PlanBackwardCpu(BackwardParams* params) {
 const Implementation<ForwardParams> kForwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr, /*plan=*/nullptr,
      RunWithWorkspace<ForwardParams, RunForwardCpu>},
+#if PACL_WITH_CUDA
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, /*supports=*/nullptr, PlanForwardCuda, RunForwardCuda},
+#endif
 };
 
 const Implementation<BackwardParams> kBackwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr, PlanBackwardCpu,
      RunWithWorkspace<BackwardParams, RunBackwardCpu>},
+#if PACL_WITH_CUDA
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, /*supports=*/nullptr, PlanBackwardCuda, RunBackwardCuda},
+#endif
 };
 
 }  // namespace

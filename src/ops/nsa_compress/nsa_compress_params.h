@@ -1,5 +1,5 @@
 // Plain-data parameters of aclnnNsaCompress (forward) and aclnnNsaCompressGrad, filled by phase 1
-// (nsa_compress_api.cpp) and consumed by the CPU kernels (cpu/nsa_compress_cpu.cpp).
+// (nsa_compress_api.cpp) and consumed by the kernels (cpu/, cuda/).
 #ifndef PACL_OPS_NSA_COMPRESS_NSA_COMPRESS_PARAMS_H_
 #define PACL_OPS_NSA_COMPRESS_NSA_COMPRESS_PARAMS_H_
 
@@ -9,6 +9,10 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnn/acl_meta.h"
 #include "pacl/tensor.h"
+
+namespace pacl {
+struct KernelContext;
+}  // namespace pacl
 
 namespace pacl::nsa_compress {
 
@@ -33,6 +37,7 @@ struct Sequence {
 // Where the kernels' arrays live in the workspace (byte offsets from its 64-byte aligned start; -1: not needed).
 struct WorkspacePlan {
   int64_t weight_grad_partials = -1;  // backward: fp32 (block chunks, block_size, heads)
+  int64_t device_sequences = -1;      // CUDA: a device copy of the sequences (the CUDA plans use 256-byte alignment)
   uint64_t bytes = 0;
 };
 
@@ -45,6 +50,7 @@ struct ForwardParams {
   TensorDesc input;
   TensorDesc weight;
   TensorDesc output;
+  WorkspacePlan workspace;  // CUDA only
 };
 
 struct BackwardParams {
@@ -71,6 +77,13 @@ WorkspacePlan PlanBackwardWorkspace(const NsaShape& s);
 
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace);
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace);
+
+// The CUDA implementation (cuda/nsa_compress_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA), enqueued on
+// the context's CUDA stream, with its workspace plans.
+uint64_t PlanForwardCuda(ForwardParams* params);
+uint64_t PlanBackwardCuda(BackwardParams* params);
+aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
+aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& context);
 
 }  // namespace pacl::nsa_compress
 

@@ -8,11 +8,17 @@ namespace {
 const Implementation<ForwardParams> kForwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr, /*plan=*/nullptr,
      [](const ForwardParams& params, const KernelContext&) { return RunForwardCpu(params); }},
+#if PACL_WITH_CUDA
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, /*supports=*/nullptr, /*plan=*/nullptr, RunForwardCuda},
+#endif
 };
 
 const Implementation<BackwardParams> kBackwardImplementations[] = {
     {"cpu", rt::DeviceKind::kCpu, /*deterministic=*/true, /*supports=*/nullptr, /*plan=*/nullptr,
      [](const BackwardParams& params, const KernelContext&) { return RunBackwardCpu(params); }},
+#if PACL_WITH_CUDA
+    {"cuda", rt::DeviceKind::kCuda, /*deterministic=*/true, /*supports=*/nullptr, /*plan=*/nullptr, RunBackwardCuda},
+#endif
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Plain-data parameters of aclnnScaledMaskedSoftmax (forward) and aclnnScaledMaskedSoftmaxBackward, filled by
-// phase 1 (scaled_masked_softmax_api.cpp) and consumed by the CPU kernels (cpu/scaled_masked_softmax_cpu.cpp).
+// phase 1 (scaled_masked_softmax_api.cpp) and consumed by the kernels (cpu/, cuda/).
 #ifndef PACL_OPS_SCALED_MASKED_SOFTMAX_PARAMS_H_
 #define PACL_OPS_SCALED_MASKED_SOFTMAX_PARAMS_H_
 
@@ -8,6 +8,10 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnn/acl_meta.h"
 #include "pacl/tensor.h"
+
+namespace pacl {
+struct KernelContext;
+}  // namespace pacl
 
 namespace pacl::scaled_masked_softmax {
 
@@ -62,6 +66,11 @@ aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size,
 // The CPU kernels (phase 2). They return ACLNN_SUCCESS; they read and write only the elements of the views.
 aclnnStatus RunForwardCpu(const ForwardParams& params);
 aclnnStatus RunBackwardCpu(const BackwardParams& params);
+
+// The CUDA kernels (cuda/scaled_masked_softmax_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA): enqueued on
+// the context's CUDA stream.
+aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
+aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& context);
 
 }  // namespace pacl::scaled_masked_softmax
 
