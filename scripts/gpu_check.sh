@@ -1,25 +1,44 @@
 #!/usr/bin/env bash
-# The whole GPU run, on a machine with an NVIDIA GPU (the device tool's): unpacks the dependencies from .gpu-debs/
-# (scripts/gpu_deps.sh made them), builds with the CUDA backend for sm_90, runs the CUDA device tests, the runtime,
-# base and operator tests (CPU and, where they apply, the GPU), the CUDA device tests under compute-sanitizer, the
-# allocator benchmark on both devices, and writes docs/cuda.md (and a copy with the logs under $OUT when set).
+# The whole GPU run, on a machine with an NVIDIA GPU (the device tool's), in stages that fit the tool's 10 minutes
+# per command and accumulate across calls on the same warm machine (the build folder and the results stay there):
+#   build       unpack .gpu-debs (scripts/gpu_deps.sh made them), configure and build with the CUDA backend (sm_90)
+#   tests       the CUDA device tests; the operator tests and the conformance table on the GPU (every test that is
+#               not CPU-only runs there); the runtime, base, conformance and operator tests on the CPU
+#   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it
+#   bench       the allocator benchmark on both devices; the operators against PyTorch CUDA (bench/cuda/gpu_bench.py)
+# Every call then writes docs/cuda.md (and docs/cuda_bench.json) from all results so far, and copies them and the log
+# under $OUT.
 #
-#   PACL_COMMIT=<commit> scripts/gpu_check.sh [build-dir]      (default build-gpu)
+#   PACL_COMMIT=<commit> scripts/gpu_check.sh [stage ...]      (default: build tests sanitizers bench)
 #
-# A device call (the device tool): command "PACL_COMMIT=abc1234 bash scripts/gpu_check.sh", carry [".gpu-debs"];
-# docs/cuda.md and gpu_check.log come back under $OUT (copy cuda.md into docs/ here and commit it).
+# Device calls (the device tool), carry [".gpu-debs"]:
+#   "PACL_COMMIT=abc1234 bash scripts/gpu_check.sh build tests", then "... bash scripts/gpu_check.sh sanitizers bench"
+# Copy $OUT/cuda.md and $OUT/cuda_bench.json into docs/ here and commit them.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${1:-${root}/build-gpu}"
+build="${PACL_GPU_BUILD:-${root}/build-gpu}"
 out="${OUT:-${root}/out}"
-mkdir -p "${out}"
+stages=("$@")
+[[ ${#stages[@]} == 0 ]] && stages=(build tests sanitizers bench)
+mkdir -p "${out}" "${build}"
 log="${out}/gpu_check.log"
-: > "${log}"
+touch "${log}"
 step() { echo "=== $*" | tee -a "${log}"; }
 run() { "$@" 2>&1 | tee -a "${log}"; return "${PIPESTATUS[0]}"; }
+wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+
+# Results of every stage run so far: "| suite | result |" rows, one per suite (a rerun replaces its row).
+results="${build}/gpu_results.md"
+touch "${results}"
+status=0
+set_result() {  # name, result
+  grep -vF "| $1 |" "${results}" > "${results}.new" || true
+  echo "| $1 | $2 |" >> "${results}.new"
+  mv "${results}.new" "${results}"
+}
 
 prefix="${root}/.gpu-prefix"
-if [[ -d "${root}/.gpu-debs" ]]; then
+if [[ -d "${root}/.gpu-debs" && ! -d "${prefix}/usr" ]]; then
   step "unpacking .gpu-debs into ${prefix}"
   mkdir -p "${prefix}"
   for deb in "${root}"/.gpu-debs/*.deb; do dpkg -x "${deb}" "${prefix}"; done
@@ -27,14 +46,17 @@ fi
 export CMAKE_PREFIX_PATH="${prefix}/usr:${CMAKE_PREFIX_PATH:-}"
 export LD_LIBRARY_PATH="${prefix}/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 
-step "configure (PACL_CUDA=ON, sm_90)"
-run cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_WARNINGS_AS_ERRORS=ON -DPACL_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 || exit 1
-step "build"
-run cmake --build "${build}" -j "$(nproc)" || exit 1
+if wants build; then
+  step "configure (PACL_CUDA=ON, sm_90)"
+  run cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_WARNINGS_AS_ERRORS=ON -DPACL_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 || exit 1
+  step "build"
+  if run cmake --build "${build}" -j "$(nproc)"; then set_result "build" "passed"; else
+    set_result "build" "FAILED"
+    exit 1
+  fi
+fi
 
-status=0
-results=()
 # Runs a gtest suite and records "passed", "passed, N skipped" or "FAILED". A suite meant for the GPU that skips
 # everything (device 0 is not a GPU: no driver, or a build without CUDA) has not run: it is recorded as FAILED.
 record() {  # name, must_run_on_gpu (yes/no), command...
@@ -48,45 +70,78 @@ record() {  # name, must_run_on_gpu (yes/no), command...
   skipped="$(grep -oE '^\[  SKIPPED \] [0-9]+ test' "${suite_log}" | grep -oE '[0-9]+' | head -1)"
   ran="$(grep -oE '^\[==========\] [0-9]+ test' "${suite_log}" | grep -oE '[0-9]+' | tail -1)"
   if [[ "${code}" != 0 ]]; then
-    results+=("| ${name} | FAILED (exit ${code}) |")
+    local failed
+    failed="$(grep -E '^\[  FAILED  \] [A-Za-z]' "${suite_log}" | head -5 | sed 's/^\[  FAILED  \] //' | tr '\n' ' ')"
+    set_result "${name}" "FAILED (exit ${code}) ${failed}"
     status=1
   elif [[ "${must_run}" == yes && -n "${skipped}" && "${skipped}" == "${ran}" ]]; then
-    results+=("| ${name} | FAILED: all ${ran} skipped (device 0 is not a GPU?) |")
+    set_result "${name}" "FAILED: all ${ran} skipped (device 0 is not a GPU?)"
     status=1
   elif [[ -n "${skipped}" ]]; then
-    results+=("| ${name} | passed, ${skipped} of ${ran} skipped |")
+    set_result "${name}" "passed, ${skipped} of ${ran} skipped"
   else
-    results+=("| ${name} | passed (${ran:-?} tests) |")
+    set_result "${name}" "passed (${ran:-?} tests)"
   fi
   rm -f "${suite_log}"
 }
-record "CUDA device tests (device 0 = GPU)" yes env ACLNN_DEVICE=cuda "${build}/tests/cuda_device_tests"
-record "conformance table on the GPU (skips: operators without CUDA kernels)" no \
-  env ACLNN_DEVICE=cuda "${build}/tests/system/conformance_tests" --gtest_brief=1
-# The operator tests on the GPU: every test that is not CPU-only (those skip themselves, saying so) runs there.
-record "operator tests on the GPU (ACLNN_DEVICE=cuda)" no env ACLNN_DEVICE=cuda "${build}/tests/op_tests" --gtest_brief=1
-record "runtime tests on the GPU device table" no "${build}/tests/runtime_tests" --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
-record "runtime tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
-record "base tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
-record "conformance table, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/system/conformance_tests" --gtest_brief=1
-record "operator tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
-if command -v compute-sanitizer > /dev/null; then
-  record "compute-sanitizer memcheck: CUDA device tests" yes env ACLNN_DEVICE=cuda compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "${build}/tests/cuda_device_tests"
-else
-  results+=("| compute-sanitizer | not installed |")
+
+if wants tests; then
+  record "CUDA device tests (device 0 = GPU)" yes env ACLNN_DEVICE=cuda "${build}/tests/cuda_device_tests"
+  record "conformance table on the GPU" yes env ACLNN_DEVICE=cuda "${build}/tests/system/conformance_tests" \
+    --gtest_brief=1
+  # Every operator test that is not CPU-only (those skip themselves, saying why) runs on the GPU.
+  record "operator tests on the GPU" yes env ACLNN_DEVICE=cuda "${build}/tests/op_tests" --gtest_brief=1
+  record "concurrency and lifecycle tests on the GPU" yes env ACLNN_DEVICE=cuda "${build}/tests/system/system_tests" \
+    --gtest_brief=1
+  record "runtime tests on the GPU device table" no "${build}/tests/runtime_tests" \
+    --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
+  record "runtime tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
+  record "base tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
+  record "conformance table, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/system/conformance_tests" \
+    --gtest_brief=1
+  record "operator tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
 fi
-step "allocator benchmark"
-bench() {  # ACLNN_DEVICE value: the summary line, or what failed
-  local output
-  output="$(ACLNN_DEVICE="$1" "${build}/bench/allocator_bench" --benchmark_min_time=0.2 --benchmark_color=false 2>&1 |
-    sed 's/\x1b\[[0-9;]*m//g')"
-  echo "${output}" >> "${log}"
-  echo "${output}" | grep -E 'speedup' | tail -1 | grep . ||
-    echo "did not run: $(echo "${output}" | grep -iE 'fail|error|cannot' | head -1)"
-}
-bench_gpu="$(bench cuda)"
-bench_cpu="$(bench cpu)"
+
+if wants sanitizers; then
+  if command -v compute-sanitizer > /dev/null; then
+    sanitize() { env ACLNN_DEVICE=cuda compute-sanitizer --tool "$1" --error-exitcode 1 "${@:2}"; }
+    record "compute-sanitizer memcheck: CUDA device tests" yes sanitize memcheck "${build}/tests/cuda_device_tests"
+    record "compute-sanitizer memcheck: conformance table" yes sanitize memcheck \
+      "${build}/tests/system/conformance_tests" --gtest_brief=1
+    record "compute-sanitizer racecheck: conformance table" yes sanitize racecheck \
+      "${build}/tests/system/conformance_tests" --gtest_brief=1
+  else
+    set_result "compute-sanitizer" "not installed"
+  fi
+fi
+
+if wants bench; then
+  step "allocator benchmark"
+  allocator_bench() {  # ACLNN_DEVICE value: the summary line, or what failed
+    local output
+    output="$(ACLNN_DEVICE="$1" "${build}/bench/allocator_bench" --benchmark_min_time=0.2 --benchmark_color=false 2>&1 |
+      sed 's/\x1b\[[0-9;]*m//g')"
+    echo "${output}" >> "${log}"
+    echo "${output}" | grep -E 'speedup' | tail -1 | grep . ||
+      echo "did not run: $(echo "${output}" | grep -iE 'fail|error|cannot' | head -1)"
+  }
+  {
+    echo "Allocator (64 MiB aclrtMalloc + aclrtMemset + aclrtFree per iteration, against aligned_alloc + memset +"
+    echo "free on the host):"
+    echo
+    echo "- GPU (ACLNN_DEVICE=cuda): $(allocator_bench cuda)"
+    echo "- CPU (ACLNN_DEVICE=cpu): $(allocator_bench cpu)"
+  } > "${build}/gpu_allocator.md"
+  step "operator benchmark against PyTorch CUDA (bench/cuda/gpu_bench.py)"
+  if python3 "${root}/bench/cuda/gpu_bench.py" "${build}" --json "${root}/docs/cuda_bench.json" \
+    > "${build}/gpu_operators.md" 2>> "${log}"; then
+    set_result "operator benchmark (gpu_bench.py)" "ran"
+  else
+    set_result "operator benchmark (gpu_bench.py)" "FAILED: see gpu_check.log"
+    status=1
+  fi
+  cat "${build}/gpu_operators.md" >> "${log}"
+fi
 
 gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 # The device machine gets a copy of the working tree without .git: pass PACL_COMMIT=$(git rev-parse --short HEAD).
@@ -95,7 +150,8 @@ dirty="$(git -C "${root}" status --porcelain 2>/dev/null | grep -c . || true)"
 {
   echo "# The CUDA device: the last GPU run"
   echo
-  echo "Written by \`scripts/gpu_check.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Rerun it on a GPU machine to refresh it."
+  echo "Written by \`scripts/gpu_check.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Rerun it on a GPU machine to refresh"
+  echo "it."
   echo
   echo "- GPU: ${gpu:-unknown} (name, memory, driver)"
   echo "- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
@@ -103,14 +159,24 @@ dirty="$(git -C "${root}" status --porcelain 2>/dev/null | grep -c . || true)"
   echo
   echo "| suite | result |"
   echo "| --- | --- |"
-  printf '%s\n' "${results[@]}"
-  echo
-  echo "Allocator (64 MiB aclrtMalloc + aclrtMemset + aclrtFree per iteration, against aligned_alloc + memset + free"
-  echo "on the host):"
-  echo
-  echo "- GPU (ACLNN_DEVICE=cuda): ${bench_gpu}"
-  echo "- CPU (ACLNN_DEVICE=cpu): ${bench_cpu}"
+  cat "${results}"
+  if [[ -f "${build}/gpu_allocator.md" ]]; then
+    echo
+    cat "${build}/gpu_allocator.md"
+  fi
+  if [[ -f "${build}/gpu_operators.md" ]]; then
+    echo
+    echo "## The operators against PyTorch CUDA"
+    echo
+    echo "\`bench/cuda/gpu_bench.py\` (raw figures: docs/cuda_bench.json): each call timed with a repeatable executor"
+    echo "and a reused workspace, queued back to back, best of 5 rounds; GB/s counts every input and output once; the"
+    echo "copy bandwidth is a 1 GiB device-to-device copy measured in the same run. Backward rows are the deterministic"
+    echo "implementation (the default) unless they say atomic (ACL_OPT_DETERMINISTIC off)."
+    echo
+    cat "${build}/gpu_operators.md"
+  fi
 } > "${root}/docs/cuda.md"
 cp "${root}/docs/cuda.md" "${out}/cuda.md"
+[[ -f "${root}/docs/cuda_bench.json" ]] && cp "${root}/docs/cuda_bench.json" "${out}/cuda_bench.json"
 cat "${root}/docs/cuda.md"
 exit "${status}"

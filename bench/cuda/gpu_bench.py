@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""The operators on a CUDA GPU against PyTorch CUDA and the device's copy bandwidth, measured in one run.
+
+    python3 bench/cuda/gpu_bench.py <build-dir> [--json out.json] [--quick] [--cpu]
+
+Calls the libraries of <build-dir> through ctypes (the public C API, ACLNN_DEVICE=cuda) on tensors that PyTorch
+allocates on the GPU (their data pointers, shapes and strides go to aclCreateTensor: no copies), and times
+  - each operator and direction at the shapes of issue 14 (softmax (4, 16, 2048, 2048) fp16/bf16; grid sampler
+    (8, 64, 256, 256) bilinear zeros; MSDA Deformable DETR encoder and decoder; NsaCompress 8 x 4096 tokens, 4 heads
+    of 128), with a repeatable executor and a reused workspace: the calls are queued back to back and the stream is
+    synchronised once, best of several rounds;
+  - the peer in PyTorch (torch.softmax without mask or scale; F.grid_sample and its autograd backward; the MSDA
+    composite of F.grid_sample per level), timed the same way with torch_sync;
+  - the device-to-device copy bandwidth (a 1 GiB tensor copied, bytes read + written);
+  - the deterministic backward against the atomic one (ACL_OPT_DETERMINISTIC off) where there are both, and checks
+    that two deterministic runs give the same bits.
+Prints one markdown table (and writes the raw figures as JSON with --json). Needs PyTorch with CUDA; --cpu runs
+the same calls on the CPU device (with PyTorch on the CPU), a smoke test of the script where there is no GPU.
+"""
+import argparse
+import ctypes
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+ACL_DTYPES = {torch.float32: 0, torch.float16: 1, torch.int32: 3, torch.int64: 9, torch.float64: 11,
+              torch.bool: 12, torch.bfloat16: 27}
+ACL_FORMAT_ND = 2
+ACL_OPT_DETERMINISTIC = 0
+
+# Where the tensors live: "cuda", or "cpu" for a smoke test of the script on a machine without a GPU (--cpu).
+DEVICE = "cuda"
+
+i64p = ctypes.POINTER(ctypes.c_int64)
+vp = ctypes.c_void_p
+
+
+class Acl:
+    """The C API of one build, through ctypes."""
+
+    def __init__(self, build):
+        os.environ.setdefault("ACLNN_DEVICE", DEVICE)
+        mode = ctypes.RTLD_GLOBAL
+        self.rt = ctypes.CDLL(os.path.join(build, "libascendcl.so"), mode=mode)
+        self.base = ctypes.CDLL(os.path.join(build, "libnnopbase.so"), mode=mode)
+        self.op = ctypes.CDLL(os.path.join(build, "libopapi.so"), mode=mode)
+        self.rt.aclGetRecentErrMsg.restype = ctypes.c_char_p
+        self.rt.aclrtGetSocName.restype = ctypes.c_char_p
+        self.base.aclCreateTensor.restype = vp
+        self.base.aclCreateTensor.argtypes = [i64p, ctypes.c_uint64, ctypes.c_int, i64p, ctypes.c_int64, ctypes.c_int,
+                                              i64p, ctypes.c_uint64, vp]
+        self.base.aclCreateBoolArray.restype = vp
+        self.base.aclCreateBoolArray.argtypes = [ctypes.POINTER(ctypes.c_bool), ctypes.c_uint64]
+        self.base.aclCreateIntArray.restype = vp
+        self.base.aclCreateIntArray.argtypes = [i64p, ctypes.c_uint64]
+        self.base.aclSetAclOpExecutorRepeatable.argtypes = [vp]
+        self.base.aclDestroyAclOpExecutor.argtypes = [vp]
+        self.rt.aclrtSynchronizeStream.argtypes = [vp]
+        self.rt.aclrtCtxSetSysParamOpt.argtypes = [ctypes.c_int, ctypes.c_int64]
+        self.check(self.rt.aclInit(None), "aclInit")
+        self.check(self.rt.aclrtSetDevice(0), "aclrtSetDevice")
+        self.stream = vp()
+        self.check(self.rt.aclrtCreateStream(ctypes.byref(self.stream)), "aclrtCreateStream")
+        self.keep = []  # ctypes objects that must outlive the executors
+
+    def error(self):
+        message = self.rt.aclGetRecentErrMsg()
+        return message.decode() if message else ""
+
+    def check(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"{what} returned {status}: {self.error()}")
+
+    def tensor(self, t):
+        """An aclTensor viewing torch tensor t (its storage, offset and strides)."""
+        dims = (ctypes.c_int64 * t.dim())(*t.shape)
+        strides = (ctypes.c_int64 * t.dim())(*t.stride())
+        if hasattr(t, "untyped_storage"):  # PyTorch 2
+            storage_elements = t.untyped_storage().nbytes() // t.element_size()
+        else:
+            storage_elements = t.storage().size()
+        storage = (ctypes.c_int64 * 1)(storage_elements)
+        base = t.data_ptr() - t.storage_offset() * t.element_size()
+        handle = self.base.aclCreateTensor(dims, t.dim(), ACL_DTYPES[t.dtype], strides, t.storage_offset(),
+                                           ACL_FORMAT_ND, storage, 1, vp(base))
+        if not handle:
+            raise RuntimeError("aclCreateTensor: " + self.error())
+        self.keep += [dims, strides, storage, t]  # t too: the aclTensor points into its memory
+        return vp(handle)
+
+    def bool_array(self, values):
+        array = (ctypes.c_bool * len(values))(*values)
+        self.keep.append(array)
+        return vp(self.base.aclCreateBoolArray(array, len(values)))
+
+    def int_array(self, values):
+        array = (ctypes.c_int64 * len(values))(*values)
+        self.keep.append(array)
+        return vp(self.base.aclCreateIntArray(array, len(values)))
+
+    def deterministic(self, on):
+        self.check(self.rt.aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1 if on else 0), "aclrtCtxSetSysParamOpt")
+
+    def prepare(self, name, *args):
+        """Phase 1 of aclnn<name> on args (then the workspace size and executor out-pointers): a repeatable call."""
+        size = ctypes.c_uint64()
+        executor = vp()
+        phase1 = getattr(self.op, f"aclnn{name}GetWorkspaceSize")
+        self.check(phase1(*args, ctypes.byref(size), ctypes.byref(executor)), f"aclnn{name}GetWorkspaceSize")
+        self.check(self.base.aclSetAclOpExecutorRepeatable(executor), "aclSetAclOpExecutorRepeatable")
+        workspace = torch.empty(max(size.value, 1), dtype=torch.uint8, device=DEVICE)
+        phase2 = getattr(self.op, f"aclnn{name}")
+        phase2.argtypes = [vp, ctypes.c_uint64, vp, vp]
+
+        def run():
+            self.check(phase2(vp(workspace.data_ptr()), size.value, executor, self.stream), f"aclnn{name}")
+
+        return run, size.value
+
+    def sync(self):
+        self.check(self.rt.aclrtSynchronizeStream(self.stream), "aclrtSynchronizeStream")
+
+
+def torch_sync():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def best_seconds(run, sync, calls, rounds):
+    """The best over rounds of (calls queued back to back, then one synchronisation) / calls."""
+    run()
+    sync()
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        sync()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def copy_bandwidth(rounds):
+    x = torch.empty(1 << (24 if DEVICE == "cpu" else 28), dtype=torch.float32, device=DEVICE).uniform_()
+    y = torch.empty_like(x)
+    seconds = best_seconds(lambda: y.copy_(x), torch_sync, 10, rounds)
+    return 2 * x.numel() * 4 / seconds / 1e9
+
+
+def nbytes(*tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def bench_softmax(acl, dtype, quick):
+    shape = (1, 4, 512, 2048) if quick else (4, 16, 2048, 2048)
+    x = torch.randn(shape, dtype=dtype, device=DEVICE)
+    mask = torch.ones(shape[-2:], dtype=torch.bool, device=DEVICE).triu(1).expand(1, 1, *shape[-2:]).contiguous()
+    y = torch.empty_like(x)
+    dy = torch.randn_like(x)
+    dx = torch.empty_like(x)
+    forward, _ = acl.prepare("ScaledMaskedSoftmax", acl.tensor(x), acl.tensor(mask), ctypes.c_double(0.125),
+                             ctypes.c_bool(False), acl.tensor(y))
+    backward, _ = acl.prepare("ScaledMaskedSoftmaxBackward", acl.tensor(dy), acl.tensor(y), acl.tensor(mask),
+                              ctypes.c_double(0.125), ctypes.c_bool(False), acl.tensor(dx))
+    return [("forward", forward, nbytes(x, y, mask), lambda: torch.softmax(x, -1), nbytes(x, y)),
+            ("backward", backward, nbytes(dy, y, dx, mask),
+             lambda: torch._softmax_backward_data(dy, y, -1, dtype), nbytes(dy, y, dx))], (dx,)
+
+
+def bench_grid(acl, dtype, quick):
+    n, c, h, w = (2, 16, 128, 128) if quick else (8, 64, 256, 256)
+    inp = torch.randn(n, c, h, w, dtype=dtype, device=DEVICE)
+    base = F.affine_grid(torch.eye(2, 3, dtype=dtype, device=DEVICE).expand(n, 2, 3), (n, c, h, w), False)
+    grid = (base + 0.05 * torch.randn_like(base)).contiguous()
+    out = torch.empty_like(inp)
+    gout = torch.randn_like(inp)
+    ginp = torch.empty_like(inp)
+    ggrid = torch.empty_like(grid)
+    forward, _ = acl.prepare("GridSampler2D", acl.tensor(inp), acl.tensor(grid), ctypes.c_int64(0), ctypes.c_int64(0),
+                             ctypes.c_bool(False), acl.tensor(out))
+    mask = acl.bool_array([True, True])
+
+    def backward_call():
+        return acl.prepare("GridSampler2DBackward", acl.tensor(gout), acl.tensor(inp), acl.tensor(grid),
+                           ctypes.c_int64(0), ctypes.c_int64(0), ctypes.c_bool(False), mask, acl.tensor(ginp),
+                           acl.tensor(ggrid))
+
+    backward, _ = backward_call()
+    acl.deterministic(False)
+    atomic, _ = backward_call()
+    acl.deterministic(True)
+    inp_r = inp.clone().requires_grad_()
+    grid_r = grid.clone().requires_grad_()
+    peer_out = F.grid_sample(inp_r, grid_r, "bilinear", "zeros", False)
+
+    def peer_backward():
+        torch.autograd.grad(peer_out, (inp_r, grid_r), gout, retain_graph=True)
+
+    return [("forward", forward, nbytes(inp, grid, out),
+             lambda: F.grid_sample(inp, grid, "bilinear", "zeros", False), nbytes(inp, grid, out)),
+            ("backward", backward, nbytes(gout, inp, grid, ginp, ggrid), peer_backward,
+             nbytes(gout, inp, grid, ginp, ggrid)),
+            ("backward-atomic", atomic, nbytes(gout, inp, grid, ginp, ggrid), None, 0)], (ginp, ggrid)
+
+
+def msda_composite(value, shapes, locations, weights):
+    """Multi-scale deformable attention from F.grid_sample, one call per level (the usual PyTorch fallback)."""
+    bs, _, nh, c = value.shape
+    _, nq, _, nl, np_, _ = locations.shape
+    per_level = value.split([hh * ww for hh, ww in shapes], dim=1)
+    grids = 2 * locations - 1
+    samples = []
+    for level, (hh, ww) in enumerate(shapes):
+        v = per_level[level].flatten(2).transpose(1, 2).reshape(bs * nh, c, hh, ww)
+        g = grids[:, :, :, level].transpose(1, 2).flatten(0, 1)
+        samples.append(F.grid_sample(v, g, mode="bilinear", padding_mode="zeros", align_corners=False))
+    w = weights.transpose(1, 2).reshape(bs * nh, 1, nq, nl * np_)
+    out = (torch.stack(samples, dim=-2).flatten(-2) * w).sum(-1).view(bs, nh * c, nq)
+    return out.transpose(1, 2).contiguous()
+
+
+def bench_msda(acl, dtype, queries, quick):
+    shapes = [(50, 75), (25, 38)] if quick else [(100, 150), (50, 75), (25, 38), (13, 19)]
+    bs, nh, c, np_ = (2, 8, 32, 4) if quick else (4, 8, 32, 4)
+    nk = sum(h * w for h, w in shapes)
+    nq = nk if queries is None else queries
+    nl = len(shapes)
+    value = torch.randn(bs, nk, nh, c, dtype=dtype, device=DEVICE)
+    spatial = torch.tensor(shapes, dtype=torch.int64, device=DEVICE)
+    starts = torch.tensor([0] + [h * w for h, w in shapes][:-1], dtype=torch.int64, device=DEVICE).cumsum(0)
+    loc = torch.rand(bs, nq, nh, nl, np_, 2, dtype=dtype, device=DEVICE)
+    attn = torch.rand(bs, nq, nh, nl, np_, dtype=dtype, device=DEVICE)
+    attn = (attn / attn.sum((-1, -2), keepdim=True)).contiguous()
+    out = torch.empty(bs, nq, nh * c, dtype=dtype, device=DEVICE)
+    gout = torch.randn_like(out)
+    gvalue, gloc, gattn = torch.empty_like(value), torch.empty_like(loc), torch.empty_like(attn)
+    args = (acl.tensor(value), acl.tensor(spatial), acl.tensor(starts), acl.tensor(loc), acl.tensor(attn))
+    forward, _ = acl.prepare("MultiScaleDeformableAttnFunction", *args, acl.tensor(out))
+    grads = (acl.tensor(gout), acl.tensor(gvalue), acl.tensor(gloc), acl.tensor(gattn))
+    backward, _ = acl.prepare("MultiScaleDeformableAttentionGrad", *args, *grads)
+    acl.deterministic(False)
+    atomic, _ = acl.prepare("MultiScaleDeformableAttentionGrad", *args, *grads)
+    acl.deterministic(True)
+    v_r, l_r, a_r = (t.clone().requires_grad_() for t in (value, loc, attn))
+    peer_out = msda_composite(v_r, shapes, l_r, a_r)
+
+    def peer_backward():
+        torch.autograd.grad(peer_out, (v_r, l_r, a_r), gout, retain_graph=True)
+
+    return [("forward", forward, nbytes(value, loc, attn, out), lambda: msda_composite(value, shapes, loc, attn),
+             nbytes(value, loc, attn, out)),
+            ("backward", backward, nbytes(value, loc, attn, gout, gvalue, gloc, gattn), peer_backward,
+             nbytes(value, loc, attn, gout, gvalue, gloc, gattn)),
+            ("backward-atomic", atomic, nbytes(value, loc, attn, gout, gvalue, gloc, gattn), None, 0)], (
+        gvalue, gloc, gattn)
+
+
+def bench_nsa(acl, dtype, quick):
+    sequences, length, heads, dim, block, stride = (2, 1024, 4, 128, 32, 16) if quick else (8, 4096, 4, 128, 32, 16)
+    tokens = sequences * length
+    blocks = sequences * ((length - block) // stride + 1)
+    inp = torch.randn(tokens, heads, dim, dtype=dtype, device=DEVICE)
+    weight = torch.rand(block, heads, dtype=dtype, device=DEVICE)
+    out = torch.empty(blocks, heads, dim, dtype=dtype, device=DEVICE)
+    gout = torch.randn_like(out)
+    ginp, gweight = torch.empty_like(inp), torch.empty_like(weight)
+    ends = acl.int_array([length * (i + 1) for i in range(sequences)])
+    layout = ctypes.c_char_p(b"TND")
+    forward, _ = acl.prepare("NsaCompress", acl.tensor(inp), acl.tensor(weight), ends, layout, ctypes.c_int64(block),
+                             ctypes.c_int64(stride), ctypes.c_int64(0), acl.tensor(out))
+    backward, _ = acl.prepare("NsaCompressGrad", acl.tensor(gout), acl.tensor(inp), acl.tensor(weight), ends,
+                              ctypes.c_int64(block), ctypes.c_int64(stride), ctypes.c_int64(0), layout,
+                              acl.tensor(ginp), acl.tensor(gweight))
+    return [("forward", forward, nbytes(inp, weight, out), None, 0),
+            ("backward", backward, nbytes(gout, inp, weight, ginp, gweight), None, 0)], (ginp, gweight)
+
+
+def same_bits_twice(run, sync, outputs):
+    run()
+    sync()
+    first = [t.clone() for t in outputs]
+    run()
+    sync()
+    return all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(first, outputs))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("build")
+    parser.add_argument("--json")
+    parser.add_argument("--quick", action="store_true", help="small shapes (a smoke test of the script)")
+    parser.add_argument("--cpu", action="store_true", help="run on the CPU device (a smoke test without a GPU)")
+    args = parser.parse_args()
+    global DEVICE
+    DEVICE = "cpu" if args.cpu else "cuda"
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        sys.exit("gpu_bench.py needs PyTorch with a CUDA device (or --cpu)")
+    acl = Acl(args.build)
+    rounds = 3 if args.quick else 5
+    calls = 3 if args.quick else 10
+    bandwidth = copy_bandwidth(rounds)
+    device = acl.rt.aclrtGetSocName().decode()
+    suites = []
+    for dtype in (torch.float16, torch.bfloat16):
+        suites.append((f"ScaledMaskedSoftmax {str(dtype)[6:]}", lambda d=dtype: bench_softmax(acl, d, args.quick)))
+    suites.append(("GridSampler2D float32", lambda: bench_grid(acl, torch.float32, args.quick)))
+    for label, queries in (("encoder", None), ("decoder", 300)):
+        suites.append((f"MSDA {label} float32", lambda q=queries: bench_msda(acl, torch.float32, q, args.quick)))
+    for dtype in (torch.float16, torch.bfloat16):
+        suites.append((f"NsaCompress {str(dtype)[6:]}", lambda d=dtype: bench_nsa(acl, d, args.quick)))
+    results = []
+    print(f"device: {device}; device-to-device copy: {bandwidth:.0f} GB/s (read + write)")
+    print(f"PyTorch {torch.__version__}; ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}")
+    print()
+    print("| operator | direction | ours (ms) | GB/s | % of copy | PyTorch (ms) | speed-up | same bits twice |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, make in suites:
+        try:
+            cases, outputs = make()
+        except RuntimeError as error:
+            print(f"| {name} | - | failed: {error} | | | | | |")
+            results.append({"suite": name, "error": str(error)})
+            continue
+        for direction, run, bytes_moved, peer, _ in cases:
+            ours = best_seconds(run, acl.sync, calls, rounds)
+            gbps = bytes_moved / ours / 1e9
+            peer_s = None
+            if peer is not None:
+                try:
+                    peer_s = best_seconds(peer, torch_sync, calls, rounds)
+                except RuntimeError as error:  # e.g. no fp16 kernel in PyTorch's CPU build (--cpu)
+                    print(f"(PyTorch peer of {name} {direction} failed: {error})", file=sys.stderr)
+            bits = same_bits_twice(run, acl.sync, outputs) if direction != "backward-atomic" else None
+            row = {"suite": name, "direction": direction, "ms": ours * 1e3, "gbps": gbps,
+                   "copy_fraction": gbps / bandwidth, "peer_ms": peer_s * 1e3 if peer_s else None,
+                   "speedup": peer_s / ours if peer_s else None, "same_bits_twice": bits}
+            results.append(row)
+            peer_text = f"{peer_s * 1e3:.3f} | {peer_s / ours:.2f}x" if peer_s else "- | -"
+            bits_text = "-" if bits is None else ("yes" if bits else "NO")
+            print(f"| {name} | {direction} | {ours * 1e3:.3f} | {gbps:.0f} | {100 * gbps / bandwidth:.0f}% | "
+                  f"{peer_text} | {bits_text} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "copy_gbps": bandwidth, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
