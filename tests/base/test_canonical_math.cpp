@@ -16,6 +16,7 @@
 
 #include "base/simd_targets.h"
 #include "pacl/canonical_math.h"
+#include "pacl/host_device.h"
 
 namespace {
 
@@ -170,6 +171,35 @@ TEST(CanonicalMath, ExpIsWithinOneUlpAndTheSameOnEveryTarget) {
     std::printf("Exp: %zu inputs, worst error %.3f ulp (x = %.9g)\n", x.size(), worst, worst_x);
     return out;
   });
+}
+
+// The scalar twin that the CUDA softmax uses (pacl/host_device.h) gives the vector Exp's bits for every input.
+TEST(CanonicalMath, ScalarExpTwinMatchesTheVectorExpBitForBit) {
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < 0x80000000u; bits += 97 * 16 + 1) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    x.push_back(f);
+    x.push_back(-f);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float edge : {-104.0f, -103.97f, -87.3365f, -86.6f, 0.0f, 88.7228f, 89.0f, -inf, inf}) {
+    x.push_back(edge);
+    x.push_back(std::nextafter(edge, inf));
+    x.push_back(std::nextafter(edge, -inf));
+  }
+  std::vector<float> vector_exp(x.size());
+  pacl::canonical_testing::ExpRow(x.data(), vector_exp.data(), static_cast<int64_t>(x.size()));
+  size_t differing = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) continue;
+    const float twin = pacl::hd::CanonicalExp(x[i]);
+    if (pacl::hd::FloatBits(twin) != pacl::hd::FloatBits(vector_exp[i]) && ++differing <= 5) {
+      ADD_FAILURE() << "x = " << x[i] << ": twin " << twin << ", vector " << vector_exp[i];
+    }
+  }
+  EXPECT_EQ(differing, 0u) << "of " << x.size();
+  EXPECT_TRUE(std::isnan(pacl::hd::CanonicalExp(std::nanf(""))));
 }
 
 }  // namespace

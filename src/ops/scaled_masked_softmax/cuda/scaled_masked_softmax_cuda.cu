@@ -3,7 +3,9 @@
 // Problem and arithmetic: those of the CPU kernel (cpu/scaled_masked_softmax_cpu.cpp): rows of S2 <= 4096
 // elements, fp32 arithmetic whatever the storage dtype, forward v = mask ? -10000 : x * scale, y = exp(v - max) /
 // sum; backward out = mask ? 0 : (scale * y) * (dy - sum(dy * y)). A row holding an unmasked NaN (or +inf) is NaN
-// everywhere, as on the CPU: the max ignores NaN, so the NaN reaches the sum of exponentials and with it every y.
+// everywhere, as on the CPU: the max ignores NaN, so the NaN reaches the sum of exponentials and with it every y
+// (+inf through inf - inf). exp is pacl's (hd::CanonicalExp, the scalar twin of the CPU's vector Exp: the same
+// bits per element, at most about 1 ulp; CUDA's expf allows 2).
 //
 // Layout: one row per group of kThreadsPerRow threads: a warp for S2 <= 1024, a block of 128 threads above. Thread t
 // of a group holds elements t, t + kThreadsPerRow, ... in registers (at most 32), so a row is read from memory once
@@ -16,6 +18,7 @@
 // dependence on timing: the same bits on every run. (They are not the CPU's bits: the CPU sums 16 interleaved
 // partials; both are checked against the same float64 reference.) No workspace.
 #include "pacl/cuda_kernels.cuh"
+#include "pacl/host_device.h"
 #include "scaled_masked_softmax/scaled_masked_softmax_params.h"
 
 namespace pacl::scaled_masked_softmax {
@@ -103,7 +106,7 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
     for (int j = 0; j < kMaxPerThread; ++j) {
       const int64_t k = t + int64_t{j} * kThreadsPerRow;
       if (k < n) {
-        v[j] = expf(v[j] - row_max);
+        v[j] = hd::CanonicalExp(v[j] - row_max);
         local_sum += v[j];
       }
     }
