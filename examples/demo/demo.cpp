@@ -19,14 +19,8 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnnop/aclnn_grid_sampler2d.h"
-#include "aclnnop/aclnn_grid_sampler2d_backward.h"
-#include "aclnnop/aclnn_multi_scale_deformable_attention_grad.h"
-#include "aclnnop/aclnn_multi_scale_deformable_attn_function.h"
-#include "aclnnop/aclnn_nsa_compress.h"
-#include "aclnnop/aclnn_nsa_compress_grad.h"
-#include "aclnnop/aclnn_scaled_masked_softmax.h"
-#include "aclnnop/aclnn_scaled_masked_softmax_backward.h"
+#include "aclnn/opdev/op_errno.h"
+#include "op_calls.h"
 #include "reference/float_formats.h"
 #include "reference/grid_sampler2d_reference.h"
 #include "reference/msda_reference.h"
@@ -193,12 +187,11 @@ class DeviceTensor {
   size_t bytes_ = 0;
 };
 
-using Phase2 = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
 
 // Runs a phase-1 result kTimedRuns times (repeatable executor), each run phase 2 + aclrtSynchronizeStream, and
 // records the best time. Releases the executor.
-std::string RunTimed(aclrtStream stream, uint64_t workspace_size, aclOpExecutor* executor, Phase2 phase2,
-                     double* best_milliseconds) {
+std::string RunTimed(aclrtStream stream, uint64_t workspace_size, aclOpExecutor* executor,
+                     opcall::Phase2Function phase2, double* best_milliseconds) {
   std::string error;
   aclnnStatus status = aclSetAclOpExecutorRepeatable(executor);
   if (status != ACLNN_SUCCESS) return Failure("aclSetAclOpExecutorRepeatable", status);
@@ -229,10 +222,16 @@ std::string RunTimed(aclrtStream stream, uint64_t workspace_size, aclOpExecutor*
 }
 
 // RunTimed on a successful phase 1, else the phase-1 failure (phase1_name and its status).
-std::string TimedCall(aclrtStream stream, aclnnStatus phase1_status, const char* phase1_name, uint64_t workspace_size,
-                      aclOpExecutor* executor, Phase2 phase2, double* best_milliseconds) {
-  if (phase1_status != ACLNN_SUCCESS) return Failure(phase1_name, phase1_status);
-  return RunTimed(stream, workspace_size, executor, phase2, best_milliseconds);
+// Phase 1 of `call` (an entry of the operator-call table, tests/op_calls), then RunTimed.
+std::string TimedCall(aclrtStream stream, const opcall::OpCall& call, double* best_milliseconds) {
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  const opcall::OpKind op = opcall::KindOf(call);
+  const aclnnStatus status = opcall::GetWorkspaceSize(call, &workspace_size, &executor);
+  if (status != ACLNN_SUCCESS) {
+    return Failure((std::string("aclnn") + opcall::OpName(op) + "GetWorkspaceSize").c_str(), status);
+  }
+  return RunTimed(stream, workspace_size, executor, opcall::Phase2Of(op), best_milliseconds);
 }
 
 // relative_tolerance: k(dtype) above unless a caller knows better (0).
@@ -344,14 +343,11 @@ void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<R
   if (error.empty()) error = grad_output_dev.Create(shape, dtype, Encode(grad_output, dtype));
   if (error.empty()) error = out_dev.Create(shape, dtype, {});
 
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
   double milliseconds = NAN;
   if (error.empty()) {
-    aclnnStatus status = aclnnScaledMaskedSoftmaxGetWorkspaceSize(x_dev.tensor(), mask_dev.tensor(), scale, false,
-                                                                  y_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnScaledMaskedSoftmaxGetWorkspaceSize", workspace_size, executor,
-                      aclnnScaledMaskedSoftmax, &milliseconds);
+    error = TimedCall(
+        stream, opcall::ScaledMaskedSoftmax{x_dev.tensor(), mask_dev.tensor(), scale, false, y_dev.tensor()},
+        &milliseconds);
   }
   std::vector<std::vector<double>> y;  // the forward's output: the backward's input
   error = CompleteCall(
@@ -365,11 +361,10 @@ void RunScaledMaskedSoftmax(aclrtStream stream, aclDataType dtype, std::vector<R
       0, rows, &y);
 
   if (error.empty()) {
-    aclnnStatus status =
-        aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(grad_output_dev.tensor(), y_dev.tensor(), mask_dev.tensor(),
-                                                         scale, false, out_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize", workspace_size, executor,
-                      aclnnScaledMaskedSoftmaxBackward, &milliseconds);
+    error = TimedCall(stream,
+                      opcall::ScaledMaskedSoftmaxBackward{grad_output_dev.tensor(), y_dev.tensor(), mask_dev.tensor(),
+                                                          scale, false, out_dev.tensor()},
+                      &milliseconds);
   }
   CompleteCall(
       error, milliseconds, TotalBytes({&grad_output_dev, &y_dev, &mask_dev, &out_dev}), {{&out_dev, &backward}},
@@ -432,16 +427,13 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
   if (setup_error.empty()) setup_error = input_grad_dev.Create(input_shape, dtype, {});
   if (setup_error.empty()) setup_error = grid_grad_dev.Create(grid_shape, dtype, {});
 
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
   double milliseconds = NAN;
   std::string error = setup_error;
   if (error.empty()) {
-    aclnnStatus status =
-        aclnnGridSampler2DGetWorkspaceSize(input_dev.tensor(), grid_dev.tensor(), interpolation, padding, align_corners,
-                                           out_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnGridSampler2DGetWorkspaceSize", workspace_size, executor,
-                      aclnnGridSampler2D, &milliseconds);
+    error = TimedCall(stream,
+                      opcall::GridSampler2D{input_dev.tensor(), grid_dev.tensor(), interpolation, padding,
+                                            align_corners, out_dev.tensor()},
+                      &milliseconds);
   }
   CompleteCall(
       error, milliseconds, TotalBytes({&input_dev, &grid_dev, &out_dev}), {{&out_dev, &forward}},
@@ -458,11 +450,11 @@ void RunGridSampler2D(aclrtStream stream, aclDataType dtype, std::vector<Row>* r
   error = setup_error;
   if (error.empty() && output_mask == nullptr) error = std::string("aclCreateBoolArray: ") + RecentErrorMessage();
   if (error.empty()) {
-    aclnnStatus status = aclnnGridSampler2DBackwardGetWorkspaceSize(
-        grad_output_dev.tensor(), input_dev.tensor(), grid_dev.tensor(), interpolation, padding, align_corners,
-        output_mask, input_grad_dev.tensor(), grid_grad_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnGridSampler2DBackwardGetWorkspaceSize", workspace_size, executor,
-                      aclnnGridSampler2DBackward, &milliseconds);
+    error = TimedCall(stream,
+                      opcall::GridSampler2DBackward{grad_output_dev.tensor(), input_dev.tensor(), grid_dev.tensor(),
+                                                    interpolation, padding, align_corners, output_mask,
+                                                    input_grad_dev.tensor(), grid_grad_dev.tensor()},
+                      &milliseconds);
   }
   if (output_mask != nullptr) aclDestroyBoolArray(output_mask);
   CompleteCall(
@@ -557,16 +549,14 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
   if (setup_error.empty()) setup_error = grad_location_dev.Create(location_shape, dtype, {});
   if (setup_error.empty()) setup_error = grad_attn_dev.Create(attn_shape, dtype, {});
 
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
   double milliseconds = NAN;
   std::string error = setup_error;
   if (error.empty()) {
-    aclnnStatus status = aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
-        value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
-        attn_dev.tensor(), output_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize", workspace_size, executor,
-                      aclnnMultiScaleDeformableAttnFunction, &milliseconds);
+    error = TimedCall(stream,
+                      opcall::MultiScaleDeformableAttnFunction{value_dev.tensor(), spatial_shape_dev.tensor(),
+                                                               level_start_dev.tensor(), location_dev.tensor(),
+                                                               attn_dev.tensor(), output_dev.tensor()},
+                      &milliseconds);
   }
   CompleteCall(
       error, milliseconds, TotalBytes({&value_dev, &location_dev, &attn_dev, &output_dev}), {{&output_dev, &forward}},
@@ -581,12 +571,12 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
   // Backward: one call, three outputs, each checked against its own largest value.
   error = setup_error;
   if (error.empty()) {
-    aclnnStatus status = aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
-        value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(), location_dev.tensor(),
-        attn_dev.tensor(), grad_output_dev.tensor(), grad_value_dev.tensor(), grad_location_dev.tensor(),
-        grad_attn_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize", workspace_size,
-                      executor, aclnnMultiScaleDeformableAttentionGrad, &milliseconds);
+    error = TimedCall(stream,
+                      opcall::MultiScaleDeformableAttentionGrad{
+                          value_dev.tensor(), spatial_shape_dev.tensor(), level_start_dev.tensor(),
+                          location_dev.tensor(), attn_dev.tensor(), grad_output_dev.tensor(),
+                          grad_value_dev.tensor(), grad_location_dev.tensor(), grad_attn_dev.tensor()},
+                      &milliseconds);
   }
   CompleteCall(
       error, milliseconds,
@@ -634,17 +624,13 @@ void RunNsaCompress(aclrtStream stream, aclDataType dtype, std::vector<Row>* row
   if (setup_error.empty()) setup_error = weight_grad_dev.Create(weight_shape, dtype, {});
   aclIntArray* act_seq_len_array = aclCreateIntArray(act_seq_len.data(), act_seq_len.size());
   if (setup_error.empty() && act_seq_len_array == nullptr) setup_error = "aclCreateIntArray: " + RecentErrorMessage();
-  char layout[] = "TND";
 
-  uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
   double milliseconds = NAN;
   std::string error = setup_error;
   if (error.empty()) {
-    aclnnStatus status =
-        aclnnNsaCompressGetWorkspaceSize(input_dev.tensor(), weight_dev.tensor(), act_seq_len_array, layout, block_size,
-                                         stride, 0, output_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnNsaCompressGetWorkspaceSize", workspace_size, executor, aclnnNsaCompress,
+    error = TimedCall(stream,
+                      opcall::NsaCompress{input_dev.tensor(), weight_dev.tensor(), act_seq_len_array, "TND",
+                                          block_size, stride, 0, output_dev.tensor()},
                       &milliseconds);
   }
   CompleteCall(
@@ -659,11 +645,11 @@ void RunNsaCompress(aclrtStream stream, aclDataType dtype, std::vector<Row>* row
   // Backward: one call, two outputs, each checked against its own largest value.
   error = setup_error;
   if (error.empty()) {
-    aclnnStatus status = aclnnNsaCompressGradGetWorkspaceSize(
-        output_grad_dev.tensor(), input_dev.tensor(), weight_dev.tensor(), act_seq_len_array, block_size, stride, 0,
-        layout, input_grad_dev.tensor(), weight_grad_dev.tensor(), &workspace_size, &executor);
-    error = TimedCall(stream, status, "aclnnNsaCompressGradGetWorkspaceSize", workspace_size, executor,
-                      aclnnNsaCompressGrad, &milliseconds);
+    error = TimedCall(stream,
+                      opcall::NsaCompressGrad{output_grad_dev.tensor(), input_dev.tensor(), weight_dev.tensor(),
+                                              act_seq_len_array, block_size, stride, 0, "TND",
+                                              input_grad_dev.tensor(), weight_grad_dev.tensor()},
+                      &milliseconds);
   }
   if (act_seq_len_array != nullptr) aclDestroyIntArray(act_seq_len_array);
   CompleteCall(

@@ -1,9 +1,9 @@
 // The operator-call table: each aclnn operator's call as plain data (its operands and attributes), with one function
 // that makes the phase-1 call for any of them and one that runs the whole CANN sequence. The operator tests, the
-// conformance and whole-library tests, the large-tensor tests, the parity runners, the benchmark and the fuzzers all
-// call the operators through it, so they exercise the same binding of arguments on every device (the idea of
-// XNNPACK's testers and ggml's test-backend-ops). Public API only; no test framework. (The example programs call
-// the API directly: they show users how to write such code.)
+// conformance and whole-library tests, the large-tensor tests, the parity runners, the benchmark, the demo and the
+// fuzzers all call the operators through it, so they exercise the same binding of arguments on every device (the
+// idea of XNNPACK's testers and ggml's test-backend-ops). Public API only; no test framework. (The CANN-style sample
+// program calls the API directly: it shows users how to write such code.)
 #ifndef PACL_TESTS_OP_CALLS_OP_CALLS_H_
 #define PACL_TESTS_OP_CALLS_OP_CALLS_H_
 
