@@ -5,6 +5,7 @@
 // differ from the arrays, null data). The oracle: aclCreateTensor accepts exactly the descriptions
 // fuzz::CreateTensorMustAccept calls valid, a refusal carries an "aclCreateTensor: " message, and the getters
 // return what was passed in.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -100,8 +101,16 @@ void FuzzTensor(fuzz::Reader& r) {
     seen.dims.assign(view_dims.get(), view_dims.get() + (view_dims ? view_count : 0));
     seen.strides.assign(strides.get(), strides.get() + (strides ? view_count : 0));
     seen.storage_dims.assign(storage_dims.get(), storage_dims.get() + (storage_dims ? storage_count : 0));
-    must_refuse = (view_count > 0 && (view_dims == nullptr || strides == nullptr)) ||
-                  (storage_count > 0 && storage_dims == nullptr);
+    must_refuse = (view_count > 0 && view_dims == nullptr) || (storage_count > 0 && storage_dims == nullptr);
+    // Null strides mean the contiguous strides of the dims (a dim of 0 or 1 counting as 1); refused if they overflow.
+    if (view_count > 0 && view_dims != nullptr && strides == nullptr) {
+      seen.strides.assign(view_count, 0);
+      int64_t step = 1;
+      for (size_t d = view_count; d-- > 0;) {
+        seen.strides[d] = step;
+        if (__builtin_mul_overflow(step, std::max<int64_t>(seen.dims[d], 1), &step)) must_refuse = true;
+      }
+    }
   }
 
   // Storage: a small exact allocation when the description is valid and small, else no memory (aclCreateTensor

@@ -196,6 +196,17 @@ bool CheckedProduct(const int64_t* dims, uint64_t count_dims, int64_t* count) {
   return true;
 }
 
+// The row-major strides of dims (a dim of size 0 or 1 counts as 1), what a null stride array means; false on int64
+// overflow.
+bool ContiguousStrides(const int64_t* dims, uint64_t rank, int64_t* strides) {
+  int64_t step = 1;
+  for (uint64_t d = rank; d-- > 0;) {
+    strides[d] = step;
+    if (__builtin_mul_overflow(step, dims[d] > 1 ? dims[d] : 1, &step)) return false;
+  }
+  return true;
+}
+
 // Lowest and highest element index a non-empty view addresses; false on int64 overflow.
 bool ViewExtent(const int64_t* dims, const int64_t* strides, uint64_t rank, int64_t offset, int64_t* lowest,
                 int64_t* highest) {
@@ -265,9 +276,6 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
   if (viewDimsNum > 0 && viewDims == nullptr) {
     return RefuseTensor(StrFormat("viewDims must not be null when viewDimsNum is %" PRIu64, viewDimsNum));
   }
-  if (viewDimsNum > 0 && stride == nullptr) {
-    return RefuseTensor(StrFormat("stride must not be null when viewDimsNum is %" PRIu64, viewDimsNum));
-  }
   if (storageDimsNum > 0 && storageDims == nullptr) {
     return RefuseTensor(StrFormat("storageDims must not be null when storageDimsNum is %" PRIu64, storageDimsNum));
   }
@@ -276,6 +284,15 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
       return RefuseTensor(StrFormat("viewDims[%" PRIu64 "] must not be negative, got %" PRId64 " in %s", d, viewDims[d],
                                     DimsString(viewDims, viewDimsNum).c_str()));
     }
+  }
+  // A null stride array means a contiguous view, as in CANN.
+  int64_t contiguous_strides[pacl::kMaxRank] = {};
+  if (stride == nullptr) {
+    if (!ContiguousStrides(viewDims, viewDimsNum, contiguous_strides)) {
+      return RefuseTensor(StrFormat("stride is null, and the contiguous strides of viewDims %s overflow int64",
+                                    DimsString(viewDims, viewDimsNum).c_str()));
+    }
+    stride = contiguous_strides;
   }
   for (uint64_t d = 0; d < viewDimsNum; ++d) {
     if (stride[d] < 0) {

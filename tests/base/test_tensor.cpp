@@ -155,12 +155,28 @@ TEST_F(CreateTensorTest, RefusesNullViewDims) {
   EXPECT_NE(message.find("aclCreateTensor: viewDims must not be null"), std::string::npos) << message;
 }
 
-TEST_F(CreateTensorTest, RefusesNullStride) {
-  const int64_t view[] = {4};
-  const int64_t storage[] = {4};
-  EXPECT_EQ(aclCreateTensor(view, 1, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, storage, 1, nullptr), nullptr);
-  const std::string message = TakeMessages();
-  EXPECT_NE(message.find("aclCreateTensor: stride must not be null"), std::string::npos) << message;
+// A null stride array is a contiguous view, as in CANN (its samples pass null strides), size-1 and size-0 dims
+// counting as 1.
+TEST_F(CreateTensorTest, NullStrideMeansContiguous) {
+  const int64_t view[] = {2, 1, 3, 4};
+  const int64_t storage[] = {24};
+  aclTensor* tensor = aclCreateTensor(view, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, storage, 1, nullptr);
+  ASSERT_NE(tensor, nullptr) << TakeMessages();
+  int64_t* strides = nullptr;
+  uint64_t count = 0;
+  ASSERT_EQ(aclGetViewStrides(tensor, &strides, &count), ACLNN_SUCCESS);
+  ASSERT_EQ(count, 4u);
+  EXPECT_EQ(std::vector<int64_t>(strides, strides + count), (std::vector<int64_t>{12, 12, 4, 1}));
+  delete[] strides;
+  aclDestroyTensor(tensor);
+  // The contiguous view must still fit its storage.
+  const int64_t small_storage[] = {23};
+  EXPECT_EQ(aclCreateTensor(view, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, small_storage, 1, nullptr), nullptr);
+  EXPECT_NE(TakeMessages().find("outside storageDims"), std::string::npos);
+  // Strides that overflow int64 are refused, not wrapped.
+  const int64_t huge[] = {0, int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_EQ(aclCreateTensor(huge, 3, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, storage, 1, nullptr), nullptr);
+  EXPECT_NE(TakeMessages().find("contiguous strides"), std::string::npos);
 }
 
 TEST_F(CreateTensorTest, RefusesNullStorageDims) {

@@ -859,6 +859,22 @@ TEST(NsaCompressLarge, StreamedOutputMatchesReference) {
 }
 
 // ------------------------------------------------------------------------------------------------------------
+// The forward also takes compressBlockSize == compressStride (blocks that do not overlap), as CANN's forward does.
+
+TEST(NsaCompressForward, BlockSizeEqualToStride) {
+  for (aclDataType dtype : kDTypes) {
+    SCOPED_TRACE(optest::DTypeName(dtype));
+    const Geometry g = {32, 32, 2, 64};
+    const Problem p = MakeProblem(g, {40, 100, 164}, dtype, 4242);
+    DeviceProblem d(p, dtype, AllLayouts(Layout::kContiguous));
+    DeviceTensor output = DeviceTensor::Output(p.OutputShape(), dtype, Layout::kContiguous);
+    ASSERT_EQ(RunForward(p, d, CallConfig{dtype, false}, output.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    ExpectForwardMatches(output.Read(), p, dtype);
+    optest::ExpectGuardsIntact({&output});
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------
 // A repeatable executor runs again on new tensor data (the same shapes and actSeqLen).
 
 TEST(NsaCompressExecutor, RepeatableExecutorsRunAgainOnNewData) {

@@ -235,13 +235,24 @@ TEST_P(NsaCompressValidation, StrideNotPositive) {
   }
 }
 
-// blockSize must exceed stride: equal and larger strides are refused (the weight keeps blockSize rows).
-TEST_P(NsaCompressValidation, BlockSizeNotGreaterThanStride) {
-  for (int64_t stride : {32, 48}) {
-    SCOPED_TRACE(stride);
-    Args a = Valid();
-    a.stride = stride;
-    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"compressBlockSize", "compressStride", std::to_string(stride)});
+// A stride above blockSize is refused by both operators. blockSize == stride (blocks that do not overlap) is taken
+// by the forward, as CANN's forward is documented and exemplified with it, and refused by the gradient (the seed's
+// rule: blockSize > stride).
+TEST_P(NsaCompressValidation, BlockSizeAgainstStride) {
+  Args above = Valid();
+  above.stride = 48;
+  ExpectRejected(above, ACLNN_ERR_PARAM_INVALID, {"compressBlockSize", "compressStride", "48"});
+  // blockSize = stride = 32: actSeqLen {0, 40, 104} holds 0, 1 and 2 blocks.
+  Dims equal;
+  equal.stride = 32;
+  equal.blocks = 3;
+  const Operands o(equal);
+  const Args a = ArgsOf(o, equal);
+  if (GetParam() == Op::kForward) {
+    ExpectAccepted(Op::kForward, a);
+  } else {
+    EXPECT_EQ(Call(Op::kBackward, a), ACLNN_ERR_PARAM_INVALID);
+    optest::ExpectErrorMessage(kGradName, {"compressBlockSize must be greater than compressStride", "32 and 32"});
   }
 }
 

@@ -36,16 +36,22 @@ bool CheckDTypesAndFormats(OpChecker& check, const TensorDesc& input, std::initi
   return true;
 }
 
-// The attributes, the ranks of input and weight and weight's shape. Fills the shape's first five fields.
+// The attributes, the ranks of input and weight and weight's shape. Fills the shape's first five fields. blockSize
+// >= stride for the forward (CANN's forward documentation and example use blockSize == stride), > for the gradient
+// (its seed's rule).
 bool CheckAttributesAndInputs(OpChecker& check, const TensorDesc& input, const TensorDesc& weight, int64_t block_size,
-                              int64_t stride, int64_t seq_len_type, const char* layout, NsaShape* shape) {
+                              int64_t stride, int64_t seq_len_type, const char* layout, bool gradient,
+                              NsaShape* shape) {
   if (!check.Rank(input, "input", 3) || !check.Rank(weight, "weight", 2) ||
       !check.Check(block_size > 0 && block_size % kSizeMultiple == 0,
                    "compressBlockSize must be a positive multiple of 16, got %lld", LL(block_size)) ||
       !check.Check(stride > 0 && stride % kSizeMultiple == 0,
                    "compressStride must be a positive multiple of 16, got %lld", LL(stride)) ||
-      !check.Check(block_size > stride, "compressBlockSize must be greater than compressStride, got %lld and %lld",
+      !check.Check(block_size >= stride, "compressBlockSize must be at least compressStride, got %lld and %lld",
                    LL(block_size), LL(stride)) ||
+      !check.Check(!gradient || block_size > stride,
+                   "compressBlockSize must be greater than compressStride, got %lld and %lld", LL(block_size),
+                   LL(stride)) ||
       !check.Check(seq_len_type == 0, "actSeqLenType must be 0 (cumulative sequence ends), got %lld",
                    LL(seq_len_type)) ||
       !check.Check(layout == nullptr || std::strcmp(layout, "TND") == 0,
@@ -126,7 +132,7 @@ extern "C" aclnnStatus aclnnNsaCompressGetWorkspaceSize(const aclTensor* input, 
   nsa::ForwardParams params;
   if (!nsa::CheckDTypesAndFormats(check, input->desc, {{&weight->desc, "weight"}, {&output->desc, "output"}}) ||
       !nsa::CheckAttributesAndInputs(check, input->desc, weight->desc, compressBlockSize, compressStride, actSeqLenType,
-                                     layoutOptional, &params.shape) ||
+                                     layoutOptional, /*gradient=*/false, &params.shape) ||
       !nsa::ListSequences(check, *actSeqLenOptional, &params.shape, &params.sequences) ||
       !nsa::CheckBlockTensor(check, output->desc, "output", params.shape) ||
       !check.DistinctOutputElements(output->desc, "output")) {
@@ -162,7 +168,7 @@ extern "C" aclnnStatus aclnnNsaCompressGradGetWorkspaceSize(
                                    {&inputGradOut->desc, "inputGradOut"},
                                    {&weightGradOut->desc, "weightGradOut"}}) ||
       !nsa::CheckAttributesAndInputs(check, input_desc, weight->desc, compressBlockSize, compressStride, actSeqLenType,
-                                     layoutOptionalOptional, &params.shape) ||
+                                     layoutOptionalOptional, /*gradient=*/true, &params.shape) ||
       !nsa::ListSequences(check, *actSeqLenOptionalOptional, &params.shape, &params.sequences) ||
       !nsa::CheckBlockTensor(check, outputGrad->desc, "outputGrad", params.shape) ||
       !check.SameShape(input_desc, "input", inputGradOut->desc, "inputGradOut") ||
