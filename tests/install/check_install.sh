@@ -3,7 +3,9 @@
 #   1. the installed layout (CANN's include tree, versioned shared libraries, CMake package, pkg-config file),
 #      and that nothing private (src/internal headers, Highway, OpenMP, sanitizers) leaks into the interface;
 #   2. examples/sample built with find_package(PortableAclnn) (CMAKE_PREFIX_PATH) and run;
-#   3. the same main.cpp built with the plain g++ line of README.md and run with LD_LIBRARY_PATH;
+#   3. the same main.cpp built with the plain g++ line of README.md and run with LD_LIBRARY_PATH, and so are the
+#      CANN-style programs of cann_style/ (grid sampler, MSDA, NsaCompress: forward and backward, null strides, a
+#      fresh workspace per call);
 #   4. the same main.cpp built with pkg-config's flags and run (rpath from pkg-config's libdir);
 #   5. every public header compiled alone and all together as C11 and as C++11 with -Wall -Wextra -Wpedantic
 #      -Werror, linked and run.
@@ -120,6 +122,16 @@ step "(b) plain g++ line, LD_LIBRARY_PATH"
 (cd "${work}" && "${cxx}" "${sample_src}" -I"${prefix}/include" -I"${prefix}/include/aclnnop" -L"${prefix}/lib" \
    -lascendcl -lnnopbase -lopapi -o sample_plain) || fail "building main.cpp with the plain g++ line"
 LD_LIBRARY_PATH="${prefix}/lib" run "${work}/sample_plain" || fail "main.cpp (plain g++ build) failed"
+
+step "(b2) CANN-style programs (tests/install/cann_style/), plain g++ line"
+# One per operator beyond the sample's softmax: grid sampler, MSDA, NsaCompress, each forward and backward, written
+# as CANN's samples are (CHECK_RET, null strides, a fresh workspace per call), checked against double precision.
+for program in grid_sampler2d msda nsa_compress; do
+  (cd "${work}" && "${cxx}" -std=c++17 -Wall -Wextra -Werror "${script_dir}/cann_style/${program}.cpp" \
+     -I"${prefix}/include" -I"${prefix}/include/aclnnop" -L"${prefix}/lib" -lascendcl -lnnopbase -lopapi \
+     -o "cann_${program}") || fail "building the CANN-style ${program}.cpp with the plain g++ line"
+  LD_LIBRARY_PATH="${prefix}/lib" run "${work}/cann_${program}" || fail "the CANN-style ${program} program failed"
+done
 
 step "(c) pkg-config"
 command -v pkg-config > /dev/null || fail "pkg-config is not installed (apt-get install pkg-config)"

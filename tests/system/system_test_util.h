@@ -67,6 +67,8 @@ int ThreadCount();
 // Waits up to a few seconds until ThreadCount() <= limit (threads that were joined or told to exit may take a moment
 // to leave /proc); returns the last count seen.
 int WaitForThreadCountAtMost(int limit);
+// CPU time (user + system) used by all threads of this process so far, in seconds.
+double ProcessCpuSeconds();
 
 }  // namespace systest
 

@@ -215,6 +215,22 @@ TEST(Lifecycle, ExecutorsOfEveryOperatorCreatedRunAndDestroyed) {
   ExpectResults(cases, expected, "after the executor loop");
 }
 
+// Idle workers do not spin: after the operators of every kind have run (with the CPU's worker threads), the
+// process uses next to no CPU while the program does nothing, so a program that calls us and then computes on its
+// own threads keeps its cores. (libgomp's workers spin briefly after a parallel region, then sleep; the streams'
+// workers wait on a condition variable.)
+TEST(Lifecycle, IdleWorkersUseNoCpu) {
+  std::vector<std::unique_ptr<OpCase>> cases = systest::MakeAllCases(300, systest::CaseSize::kConcurrency);
+  optest::TestStream stream;
+  for (const auto& c : cases) ASSERT_TRUE(c->RunAndWait(stream.get()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the spin-then-sleep of the last region ends
+  const double before = systest::ProcessCpuSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const double used = systest::ProcessCpuSeconds() - before;
+  // 400 ms idle: a single spinning worker would use about 400 ms of CPU.
+  EXPECT_LT(used, 0.04) << "the process used " << used * 1e3 << " ms of CPU in 400 ms of idleness";
+}
+
 // Streams created, given an operator, and destroyed (synchronised first, or destroyed with the run still queued:
 // destruction runs it). Each stream's worker thread runs a kernel, so it also starts a team of OpenMP threads,
 // which must go when the stream goes.
