@@ -130,6 +130,39 @@ void PrepareCached(const std::string& name, const Preparer& prepare) {
   g_cached.triad_now_gbps = MeasureTriadGBps(kTriadRepetitionsPerCase);  // also a sample for the run's best
 }
 
+// One call the way CANN's samples make it: phase 1 (a fresh executor), aclrtMalloc of the workspace, phase 2,
+// aclrtSynchronizeStream, aclrtFree (the executor is released by its run). "" or the step that failed.
+std::string FreshCall(const PreparedCall& call, int* status_out) {
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = nullptr;
+  aclnnStatus status = opcall::GetWorkspaceSize(call.op_call, &workspace_size, &executor);
+  if (status != ACLNN_SUCCESS) {
+    *status_out = status;
+    return "phase 1";
+  }
+  void* workspace = nullptr;
+  if (workspace_size > 0) {
+    const aclError alloc = aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (alloc != ACL_SUCCESS) {
+      aclDestroyAclOpExecutor(executor);
+      *status_out = alloc;
+      return "aclrtMalloc(workspace)";
+    }
+  }
+  std::string failed;
+  status = call.phase2(workspace, workspace_size, executor, g_stream);
+  if (status != ACLNN_SUCCESS) {
+    aclDestroyAclOpExecutor(executor);  // a refused run leaves the executor alive
+    *status_out = status;
+    failed = "phase 2";
+  } else if (const aclError sync = aclrtSynchronizeStream(g_stream); sync != ACL_SUCCESS) {
+    *status_out = sync;
+    failed = "aclrtSynchronizeStream";
+  }
+  if (workspace != nullptr) aclrtFree(workspace);
+  return failed;
+}
+
 void RunCase(benchmark::State& state, size_t case_index, const Preparer& prepare) {
   CaseMeasurement& measurement = g_cases[case_index];
   if (g_cached.name != measurement.info.name) {
@@ -144,15 +177,25 @@ void RunCase(benchmark::State& state, size_t case_index, const Preparer& prepare
     return;
   }
   const PreparedCall& call = g_cached.call;
+  const bool fresh = measurement.info.fresh_calls;
   double total_seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    aclnnStatus status = call.phase2(g_cached.workspace, call.workspace_size, call.executor, g_stream);
-    aclError sync = status == ACLNN_SUCCESS ? aclrtSynchronizeStream(g_stream) : ACL_SUCCESS;
+    std::string failed;
+    int failed_status = 0;
+    if (fresh) {
+      failed = FreshCall(call, &failed_status);
+    } else {
+      aclnnStatus status = call.phase2(g_cached.workspace, call.workspace_size, call.executor, g_stream);
+      aclError sync = status == ACLNN_SUCCESS ? aclrtSynchronizeStream(g_stream) : ACL_SUCCESS;
+      if (status != ACLNN_SUCCESS || sync != ACL_SUCCESS) {
+        failed = status != ACLNN_SUCCESS ? "phase 2" : "aclrtSynchronizeStream";
+        failed_status = status != ACLNN_SUCCESS ? status : sync;
+      }
+    }
     const auto stop = std::chrono::steady_clock::now();
-    if (status != ACLNN_SUCCESS || sync != ACL_SUCCESS) {
-      g_cached.error = Failure(status != ACLNN_SUCCESS ? "phase 2" : "aclrtSynchronizeStream",
-                               status != ACLNN_SUCCESS ? status : sync);
+    if (!failed.empty()) {
+      g_cached.error = Failure(failed.c_str(), failed_status);
       g_any_failed = true;
       measurement.error = g_cached.error;
       state.SkipWithError(g_cached.error.c_str());
@@ -289,6 +332,7 @@ std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* re
 }
 
 aclnnStatus PlanCall(const opcall::OpCall& op_call, PreparedCall* call) {
+  call->op_call = op_call;
   call->phase2 = opcall::Phase2Of(opcall::KindOf(op_call));
   return opcall::GetWorkspaceSize(op_call, &call->workspace_size, &call->executor);
 }
@@ -307,13 +351,18 @@ void ReleaseDeviceTensor(DeviceTensor* t) {
 }
 
 void RegisterOperatorBenchmark(const CaseInfo& info, Preparer prepare) {
-  const size_t case_index = g_cases.size();
-  g_cases.push_back(CaseMeasurement());
-  g_cases.back().info = info;
-  benchmark::RegisterBenchmark(info.name.c_str(),
-                               [case_index, prepare](benchmark::State& state) { RunCase(state, case_index, prepare); })
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond);
+  // Each case twice: the reused executor and workspace, then CANN's fresh calls.
+  for (bool fresh : {false, true}) {
+    const size_t case_index = g_cases.size();
+    g_cases.push_back(CaseMeasurement());
+    CaseInfo& registered = g_cases.back().info;
+    registered = info;
+    registered.fresh_calls = fresh;
+    if (fresh) registered.name += "/fresh_calls";
+    benchmark::RegisterBenchmark(registered.name.c_str(), [case_index, prepare](benchmark::State& state) {
+      RunCase(state, case_index, prepare);
+    })->UseManualTime()->Unit(benchmark::kMillisecond);
+  }
 }
 
 const CaseMeasurement* FindCaseMeasurement(const std::string& name) {

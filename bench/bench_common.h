@@ -55,6 +55,7 @@ struct PreparedCall {
   aclOpExecutor* executor = nullptr;
   uint64_t workspace_size = 0;
   opcall::Phase2Function phase2 = nullptr;
+  opcall::OpCall op_call;  // the call phase 1 was given (the fresh-call pattern repeats it for every call)
   double bytes = 0;  // every input and output tensor counted once
 };
 
@@ -79,6 +80,10 @@ struct CaseInfo {
   bool backward = false;
   aclDataType dtype = ACL_FLOAT;
   std::string shape;  // the tensors' shapes in words
+  // How each timed call is made. false: CANN's repeatable executor and a reused workspace, phase 2 and a
+  // synchronisation per call. true: the way CANN's samples call, a fresh executor (phase 1), aclrtMalloc of the
+  // workspace, phase 2, aclrtSynchronizeStream and aclrtFree per call; such a case is named "<name>/fresh_calls".
+  bool fresh_calls = false;
 };
 
 // What the timed loop learnt about a case during the run.

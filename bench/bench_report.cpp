@@ -52,6 +52,7 @@ std::vector<Field> CaseFields(const RunContext& context, const CaseResult& r) {
           Text("dtype", DTypeLabel(m.info.dtype)),
           Text("case", m.info.name),
           Text("shape", m.info.shape),
+          Text("calls", m.info.fresh_calls ? "fresh" : "reused"),
           Text("status", ok ? "ok" : "error"),
           Text("error", ok ? "" : (r.error.empty() ? "no completed run" : r.error)),
           Number("threads", context.threads),
@@ -222,6 +223,28 @@ std::vector<CaseResult> ResultCollector::Results() const {
     results.push_back(r);
   }
   return results;
+}
+
+void FormatCallPatterns(const std::vector<CaseResult>& results, std::ostream* out) {
+  const std::string suffix = "/fresh_calls";
+  bool header = false;
+  for (const CaseResult& fresh : results) {
+    const CaseInfo& info = fresh.measurement.info;
+    if (!info.fresh_calls || fresh.mean_seconds <= 0) continue;
+    const std::string reused_name = info.name.substr(0, info.name.size() - suffix.size());
+    for (const CaseResult& reused : results) {
+      if (reused.measurement.info.name != reused_name || reused.mean_seconds <= 0) continue;
+      if (!header) {
+        *out << "\nCall patterns (mean ms): reused executor and workspace | CANN's fresh calls (phase 1, aclrtMalloc, "
+                "phase 2, synchronise, aclrtFree) | ratio\n";
+        header = true;
+      }
+      char line[512];
+      std::snprintf(line, sizeof line, "%-72s %10.3f %10.3f %6.2fx\n", reused_name.c_str(), reused.mean_seconds * 1e3,
+                    fresh.mean_seconds * 1e3, fresh.mean_seconds / reused.mean_seconds);
+      *out << line;
+    }
+  }
 }
 
 void FormatResultsJson(const RunContext& context, const std::vector<CaseResult>& results, std::ostream* out) {

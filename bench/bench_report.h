@@ -69,6 +69,10 @@ class ResultCollector : public benchmark::BenchmarkReporter {
 };
 
 // The files' contents. Missing figures (a failed case) are null in JSON and empty in CSV.
+// The two call patterns side by side (stdout): for every case timed both ways, the mean time with the reused
+// executor and workspace, with CANN's fresh calls, and their ratio.
+void FormatCallPatterns(const std::vector<CaseResult>& results, std::ostream* out);
+
 void FormatResultsJson(const RunContext& context, const std::vector<CaseResult>& results, std::ostream* out);
 void FormatResultsCsv(const RunContext& context, const std::vector<CaseResult>& results, std::ostream* out);
 

@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 
-CASE_COLUMNS = ["operator", "function", "direction", "dtype", "case", "shape", "status", "error", "threads",
+CASE_COLUMNS = ["operator", "function", "direction", "dtype", "case", "shape", "calls", "status", "error", "threads",
                 "repetitions", "iterations", "best_ms", "mean_ms", "bytes", "GBps", "triad_GBps", "pct_of_triad"]
 CONTEXT_KEYS = ["date", "cpu", "cpus", "threads", "simd_target", "triad_mib", "triad_start_GBps"]
 NUMERIC_COLUMNS = ["threads", "repetitions", "iterations", "best_ms", "mean_ms", "bytes", "GBps", "triad_GBps",
@@ -31,7 +31,7 @@ OPERATORS = {"ScaledMaskedSoftmax", "GridSampler2D", "MultiScaleDeformableAttent
 # One forward and one backward case of each operator, all small.
 FILTER = ("^(ScaledMaskedSoftmax(Backward)?/FLOAT/2x8x128x128|GridSampler2D(Backward)?/FLOAT16/"
           "|Msda(Backward|Forward)/BFLOAT16/small|NsaCompress(Grad)?/FLOAT16/2x512_N2_D64)")
-EXPECTED_CASES = {
+REUSED_CASES = {
     "ScaledMaskedSoftmaxBackward/FLOAT/2x8x128x128": ("ScaledMaskedSoftmax", "backward"),
     "ScaledMaskedSoftmax/FLOAT/2x8x128x128": ("ScaledMaskedSoftmax", "forward"),
     "GridSampler2DBackward/FLOAT16/bilinear_zeros/2x8x128x128_to_128x128/warp": ("GridSampler2D", "backward"),
@@ -41,6 +41,9 @@ EXPECTED_CASES = {
     "NsaCompressGrad/FLOAT16/2x512_N2_D64": ("NsaCompress", "backward"),
     "NsaCompress/FLOAT16/2x512_N2_D64": ("NsaCompress", "forward"),
 }
+# Every case is timed both ways: reused executor and workspace, and CANN's fresh calls ("<case>/fresh_calls").
+EXPECTED_CASES = dict(REUSED_CASES)
+EXPECTED_CASES.update({name + "/fresh_calls": where for name, where in REUSED_CASES.items()})
 COMMON_FLAGS = ["--triad_mib=8", "--benchmark_min_time=0.01", "--benchmark_repetitions=2"]
 
 
@@ -78,6 +81,8 @@ def check_record(record, threads):
     require(record["dtype"] in ("FLOAT", "FLOAT16", "BFLOAT16") and "/%s/" % record["dtype"] in name,
             "%s: dtype %r" % (name, record["dtype"]))
     require(record["shape"] != "", "%s: empty shape text" % name)
+    require(record["calls"] == ("fresh" if name.endswith("/fresh_calls") else "reused"),
+            "%s: calls %r" % (name, record["calls"]))
     for column in NUMERIC_COLUMNS:
         value = record[column]
         require(isinstance(value, (int, float)) and math.isfinite(value) and value > 0,
@@ -114,7 +119,12 @@ def check_full_run(bench, out_dir, threads):
     for path in (json_path, csv_path):
         if os.path.exists(path):
             os.remove(path)
-    run_bench(bench, COMMON_FLAGS + ["--benchmark_filter=" + FILTER, "--json=" + json_path, "--csv=" + csv_path])
+    output = run_bench(bench, COMMON_FLAGS + ["--benchmark_filter=" + FILTER, "--json=" + json_path,
+                                              "--csv=" + csv_path])
+    # The two call patterns side by side, one line per case with its ratio.
+    for name in REUSED_CASES:
+        require(re.search(re.escape(name) + r"\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+x", output) is not None,
+                "no call-pattern line for %s in the output:\n%s" % (name, output))
 
     with open(json_path) as f:
         report = json.load(f)
@@ -158,7 +168,8 @@ def check_full_run(bench, out_dir, threads):
 def check_aggregates_only(bench, out_dir, threads):
     json_path = os.path.join(out_dir, "aggregates.json")
     run_bench(bench, COMMON_FLAGS + ["--benchmark_report_aggregates_only=true",
-                                     "--benchmark_filter=^NsaCompress/FLOAT16/2x512_N2_D64", "--json=" + json_path])
+                                     "--benchmark_filter=^NsaCompress/FLOAT16/2x512_N2_D64/manual_time",
+                                     "--json=" + json_path])
     with open(json_path) as f:
         cases = json.load(f)["cases"]
     require([c["case"] for c in cases] == ["NsaCompress/FLOAT16/2x512_N2_D64"],

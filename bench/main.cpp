@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
 
   // Written also when cases failed: their records say what failed.
   const std::vector<bench::CaseResult> results = collector.Results();
+  bench::FormatCallPatterns(results, &std::cout);
   std::vector<std::string> file_errors;
   if (!json_path.empty()) file_errors.push_back(bench::WriteResultsJson(json_path, context, results));
   if (!csv_path.empty()) file_errors.push_back(bench::WriteResultsCsv(csv_path, context, results));

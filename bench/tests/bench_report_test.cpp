@@ -166,6 +166,7 @@ TEST(FormatResults, JsonHasEveryFieldNullsForMissingFiguresAndEscapedText) {
       "dtype": "FLOAT",
       "case": "Op/FLOAT/big",
       "shape": "x 4x4",
+      "calls": "reused",
       "status": "ok",
       "error": "",
       "threads": 2,
@@ -184,6 +185,7 @@ TEST(FormatResults, JsonHasEveryFieldNullsForMissingFiguresAndEscapedText) {
       "dtype": "BFLOAT16",
       "case": "OpGrad/BFLOAT16/big",
       "shape": "x 4x4, y \"2\"",
+      "calls": "reused",
       "status": "error",
       "error": "aclnnOpGrad: gradOutput \"g\" must be 4-D,\ngot C:\\x\t\u0001",
       "threads": 2,
@@ -214,12 +216,12 @@ TEST(FormatResults, CsvQuotesWhatNeedsQuotingAndLeavesMissingFiguresEmpty) {
   std::ostringstream out;
   FormatResultsCsv(sample.context, sample.results, &out);
   const std::string expected =
-      "operator,function,direction,dtype,case,shape,status,error,threads,repetitions,iterations,best_ms,mean_ms,"
+      "operator,function,direction,dtype,case,shape,calls,status,error,threads,repetitions,iterations,best_ms,mean_ms,"
       "bytes,GBps,triad_GBps,pct_of_triad,run_date,run_cpu,run_cpus,run_threads,run_simd_target,run_triad_mib,"
       "run_triad_start_GBps\n"
-      "Op,aclnnOp,forward,FLOAT,Op/FLOAT/big,x 4x4,ok,,2,1,3,250,500,2000000000,4,8,50,2025-01-31T12:00:00Z,"
+      "Op,aclnnOp,forward,FLOAT,Op/FLOAT/big,x 4x4,reused,ok,,2,1,3,250,500,2000000000,4,8,50,2025-01-31T12:00:00Z,"
       "\"Some CPU, 2 cores\",2,2,,8,10\n"
-      "Op,aclnnOpGrad,backward,BFLOAT16,OpGrad/BFLOAT16/big,\"x 4x4, y \"\"2\"\"\",error,"
+      "Op,aclnnOpGrad,backward,BFLOAT16,OpGrad/BFLOAT16/big,\"x 4x4, y \"\"2\"\"\",reused,error,"
       "\"aclnnOpGrad: gradOutput \"\"g\"\" must be 4-D,\ngot C:\\x\t\x01\",2,0,0,,,,,,,2025-01-31T12:00:00Z,"
       "\"Some CPU, 2 cores\",2,2,,8,10\n";
   EXPECT_EQ(out.str(), expected);
