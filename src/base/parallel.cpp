@@ -2,8 +2,11 @@
 // Work is cut into fixed chunks [k * chunk_size, min((k + 1) * chunk_size, total)) that depend only on total and
 // chunk_size, so a kernel that reduces inside a chunk in a fixed order gives the same bits for any thread count.
 // The chunks are handed out one at a time (OpenMP dynamic schedule with block 1) so uneven chunks balance out.
-// Threads: OpenMP (libgomp). Each thread that calls ParallelFor gets its own team, so several streams may call it
-// at once; libgomp keeps the team's threads between calls, so a call costs a wake-up, not thread creation.
+// Threads: OpenMP (libgomp, or LLVM's libomp in clang builds). Each thread that calls ParallelFor gets its own team,
+// so several streams may call it at once; the runtime keeps the team's threads between calls, so a call costs a
+// wake-up, not thread creation. Idle team threads must not hold on to cores that the program wants for its own
+// work: libgomp's spin before sleeping is short by default (about 300,000 iterations); libomp's is 200 ms
+// (KMP_BLOCKTIME), so with libomp each calling thread sets its teams' block time to 1 ms.
 // A call made from inside a chunk body runs its chunks serially on the calling thread (no nested teams: the
 // outer call already uses every worker). One chunk, or one thread, runs serially without entering OpenMP.
 // Exceptions: chunk bodies are expected not to throw (the kernels are noexcept in practice). If one does, the
@@ -13,6 +16,7 @@
 // already running on other threads complete.
 #include "pacl/parallel.h"
 
+#include <omp.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -109,6 +113,13 @@ void ParallelFor(int64_t total, int64_t chunk_size, const std::function<void(int
     return;
   }
 
+#if defined(KMP_VERSION_MAJOR)  // LLVM's libomp
+  static thread_local bool block_time_set = false;
+  if (!block_time_set) {
+    kmp_set_blocktime(1);  // milliseconds of spinning before an idle team thread sleeps
+    block_time_set = true;
+  }
+#endif
   std::atomic<bool> failed{false};
   std::exception_ptr first_exception;
   std::mutex exception_mutex;
