@@ -189,7 +189,7 @@ std::string FirstDifference(const std::vector<uint8_t>& actual, const std::vecto
 // The raw bytes (ReadBytes) of the tensors, one after the other.
 std::vector<uint8_t> ConcatenatedBytes(const std::vector<const DeviceTensor*>& tensors);
 // compute() (an operator's output bytes) gives the same bytes again, and the same with ACL_OPT_DETERMINISTIC set
-// (which it resets afterwards).
+// (which stays set: the default binding is deterministic too).
 void ExpectBitIdenticalRunToRun(const std::function<std::vector<uint8_t>()>& compute);
 // child_test (Suite.Name, which hands compute()'s bytes to WriteOutputForParent) gives the same bytes with
 // ACLNN_NUM_THREADS = 1 and each of thread_counts, and compute() in this process gives them too.
