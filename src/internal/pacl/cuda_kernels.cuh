@@ -74,17 +74,23 @@ __device__ __forceinline__ void Store(const TensorDesc& desc, int64_t element, C
 
 // ---- Deterministic reductions ----
 
-// The sum over the 32 lanes of a warp, the same bits in every lane: a butterfly, where each step adds the two
-// halves' partial sums (a + b in one lane, b + a in its partner: equal, as addition commutes).
-template <class T>
-__device__ __forceinline__ T WarpSum(T v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+// The combination of one value per lane over the 32 lanes of a warp, the same bits in every lane: a butterfly,
+// where each step combines the two halves' partial results (combine(a, b) in one lane, combine(b, a) in its
+// partner: equal for an operation that commutes, as + and max do).
+template <class T, class Combine>
+__device__ __forceinline__ T WarpReduce(T v, Combine combine) {
+  for (int offset = 16; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
+struct Plus {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
 template <class T>
-__device__ __forceinline__ T WarpMax(T v) {
-  for (int offset = 16; offset > 0; offset /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
+__device__ __forceinline__ T WarpSum(T v) {
+  return WarpReduce(v, Plus());
 }
 
 // The grid-stride loop of a one-dimensional launch: for (i = GridStart(); i < count; i += GridStride()).

@@ -52,20 +52,16 @@ __device__ __forceinline__ bool Masked(const SoftmaxOperand& mask, int64_t row_s
   return static_cast<const uint8_t*>(mask.desc.data)[row_start + k * mask.strides[3]] != 0;
 }
 
-struct Sum {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
 struct Max {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
 // The sum or max (combine) of one value per thread over a row's group of kThreadsPerRow threads, the same bits in
-// every thread of the group: a warp butterfly (each step combines the two halves, a with b in one lane and b with a
-// in its partner: equal, as both operations commute), then for 128-thread rows the four warps' results in warp
-// order. scratch: kBlockThreads / 32 floats of shared memory.
+// every thread of the group: the warp butterfly of cuda::WarpReduce, then for 128-thread rows the four warps'
+// results in warp order. scratch: kBlockThreads / 32 floats of shared memory.
 template <int kThreadsPerRow, class Combine>
 __device__ __forceinline__ float RowReduce(float v, float* scratch, Combine combine) {
-  for (int offset = 16; offset > 0; offset /= 2) v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  v = cuda::WarpReduce(v, combine);
   if (kThreadsPerRow == 32) return v;
   __syncthreads();  // the previous reduction's reads of scratch are done
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
@@ -111,7 +107,7 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
       }
     }
     // The row max contributes exp(0) = 1, so the sum is >= 1 (or NaN).
-    const float inverse_sum = 1.0f / RowReduce<kThreadsPerRow>(local_sum, scratch, Sum());
+    const float inverse_sum = 1.0f / RowReduce<kThreadsPerRow>(local_sum, scratch, cuda::Plus());
 #pragma unroll
     for (int j = 0; j < kMaxPerThread; ++j) {
       const int64_t k = t + int64_t{j} * kThreadsPerRow;
@@ -148,7 +144,7 @@ __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardPa
         local_sum = fmaf(dy[j], y[j], local_sum);
       }
     }
-    const float s = RowReduce<kThreadsPerRow>(local_sum, scratch, Sum());
+    const float s = RowReduce<kThreadsPerRow>(local_sum, scratch, cuda::Plus());
 #pragma unroll
     for (int j = 0; j < kMaxPerThread; ++j) {
       const int64_t k = t + int64_t{j} * kThreadsPerRow;
