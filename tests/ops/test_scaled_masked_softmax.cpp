@@ -336,6 +336,34 @@ TEST_P(ForwardSweep, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(ScaledMaskedSoftmax, ForwardSweep, testing::ValuesIn(SweepCases()), SweepName);
 
+// An output of 8 MiB or more is written with non-temporal stores where a row is vector-aligned: contiguous rows of
+// 1000 elements (aligned or not, row by row) with a causal mask (keys after the query masked: whole vectors of
+// logits skip the exponential), and a padded y (an element offset) with the random mask, every dtype.
+TEST(ScaledMaskedSoftmaxLargeOutput, StreamedStoresMatchReference) {
+  for (aclDataType dtype : kFloatDTypes) {
+    const int64_t S1 = aclDataTypeSize(dtype) == 2 ? 1100 : 550;  // y just over 8 MiB
+    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+      const bool causal = layout == Layout::kContiguous;
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + optest::LayoutName(layout) +
+                   (causal ? " causal" : " random mask"));
+      const Dims d = MakeDims(2, 4, S1, 1000, MaskForm::kShared);
+      const double scale = 0.5;
+      std::mt19937_64 rng(4500 + static_cast<uint64_t>(dtype));
+      std::vector<double> mask_values = RandomMask(rng, d);
+      if (causal) {
+        for (int64_t i = 0; i < S1 * d.S2; ++i) mask_values[i] = i % d.S2 > i / d.S2 ? 1.0 : 0.0;
+      }
+      const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -6.0, 6.0, dtype);
+      DeviceTensor x(d.Shape(), dtype, Layout::kContiguous, x_values);
+      DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+      DeviceTensor y = DeviceTensor::Output(d.Shape(), dtype, layout);
+      ASSERT_EQ(RunForward(x.get(), mask.get(), scale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+      ExpectForwardMatches(y.Read(), x_values, mask_values, d, scale, dtype);
+      EXPECT_EQ(y.CheckGuards(), "");
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------------------------------
 // Layouts: one operand (or all of them) transposed, padded, channels-last or (inputs) broadcast with a zero stride,
 // every dtype, rows with and without a vector tail.

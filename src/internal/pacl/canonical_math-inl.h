@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "hwy/highway.h"
+#include "pacl/host_device.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pacl {
@@ -234,8 +235,8 @@ HWY_INLINE void CanonicalSums4(size_t n, Step&& step, float* sums) {
 template <class D>
 HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
   const hn::RebindToSigned<D> di;
-  const auto zero_lanes = hn::Lt(x, hn::Set(d, -104.0f));
-  x = hn::Min(hn::Max(x, hn::Set(d, -104.0f)), hn::Set(d, 89.0f));
+  const auto zero_lanes = hn::Lt(x, hn::Set(d, hd::kExpZeroBelow));
+  x = hn::Min(hn::Max(x, hn::Set(d, hd::kExpZeroBelow)), hn::Set(d, 89.0f));
   const auto shifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
   const auto shifted = FusedMulAdd(d, x, hn::Set(d, 1.44269504088896341f), shifter);
   const auto n = hn::Sub(shifted, shifter);  // round(x / ln2), an integer in [-150, 128]

@@ -68,12 +68,16 @@ PACL_HOST_DEVICE_INLINE float BitsToFloat(int32_t bits) {
 #endif
 }
 
+// CanonicalExp and pacl's vector Exp return exactly +0 for every input below this (e^-104 is below the smallest
+// fp32 subnormal's half), so a kernel may skip the evaluation for such inputs without changing a bit.
+inline constexpr float kExpZeroBelow = -104.0f;
+
 // e^x: the scalar twin of pacl's vector Exp (pacl/canonical_math-inl.h, where the method is described), operation
 // for operation, so it gives the same bits for every input that is not NaN (base_tests check that); a NaN input
 // gives NaN. At most about 1 ulp of error; inputs below -104 give +0, above 89 +Inf.
 PACL_HOST_DEVICE_INLINE float CanonicalExp(float x) {
   if (IsNan(x)) return x;
-  if (x < -104.0f) return 0.0f;
+  if (x < kExpZeroBelow) return 0.0f;
   if (x > 89.0f) x = 89.0f;
   const float shifter = 12582912.0f;  // 1.5 * 2^23
   const float shifted = Fma(x, 1.44269504088896341f, shifter);

@@ -15,11 +15,14 @@
 //             Masked elements are written as exactly 0 even when the inputs hold NaN or Inf.
 //
 // Memory layout and data movement. A row is S2 elements at an element stride (1 for the usual layouts, S1 for a
-// transposed view). Backward: when gradOutput, y and out all have unit stride, rows are read and written in
-// place, fp16/bf16 converted in registers (pacl/float_vectors-inl.h); otherwise each row that is not a
-// unit-stride FLOAT row is gathered into an fp32 stack buffer with pacl::LoadAsFloat and written back with
-// pacl::StoreFromFloat. Forward: a unit-stride FLOAT row is used in place, any other goes through the stack
-// buffers. Either way the arithmetic is the same and the output is rounded once, to nearest even.
+// transposed view). When every operand's row has unit stride (gradOutput, y and out; x and y), rows are read
+// and written in place, fp16/bf16 converted in registers (pacl/float_vectors-inl.h); otherwise each row that is
+// not a unit-stride FLOAT row is gathered into an fp32 stack buffer with pacl::LoadAsFloat and written back with
+// pacl::StoreFromFloat. Either way the arithmetic is the same and the output is rounded once, to nearest even.
+// The forward keeps its logits, then exponentials, in an fp32 stack row between its three passes, and writes an
+// output of 8 MiB or more with non-temporal stores (in rows that are vector-aligned): the caller cannot find so
+// large an output in cache anyway, and the stores then do not read each line before writing it, a third of the
+// forward's memory traffic.
 // The row fits in L1 (16 KiB of fp32 at S2 = 4096), so the second pass of each algorithm re-reads it from cache:
 // the main memory traffic is each input once and the output once. A contiguous mask row is read as bytes and
 // widened to 32-bit lanes (nonzero = masked); a strided one is first gathered into a stack byte row.
@@ -36,9 +39,11 @@
 // whatever the vector width; the max needs no order. exp is pacl's own (Highway's evaluates its polynomial with
 // fused or unfused multiply-adds depending on the target). So results are bit-identical run to run, for any number
 // of threads and on every SIMD target (AVX-512, AVX2, SSE4, the scalar baseline). There is no cross-row reduction,
-// so no workspace is needed. Cost, measured on AVX2 against per-target reductions and Highway's Exp: the backward
-// 0.98-1.08x (within noise), the forward 0.75-0.83x (faster: pacl's Exp sets lanes below -104, masked logits and
-// padding, to 0 instead of computing them through subnormal multiplies, which take a slow microcode path).
+// so no workspace is needed. Cost, measured on AVX2 against per-target reductions and Highway's Exp: the
+// backward 0.98-1.08x (within noise), the forward 0.75-0.83x (faster: pacl's Exp sets lanes below -104, masked
+// logits and padding, to 0 instead of computing them through subnormal multiplies, which take a slow microcode
+// path). A vector of logits whose lanes all lie below that cut-off (the masked part of a causal row) skips the
+// exponential altogether: Exp would return exactly 0 there, so the bits do not change.
 //
 // Aliasing. An output that is the very same view as an input (in-place) is supported: each element is read
 // before it is written, within one row. Outputs that partially overlap an input are not supported (the result is
@@ -49,6 +54,7 @@
 #include <cstring>
 #include <limits>
 
+#include "hwy/cache_control.h"
 #include "pacl/convert.h"
 #include "pacl/dtype.h"
 #include "pacl/parallel.h"
@@ -73,6 +79,8 @@ namespace pacl::scaled_masked_softmax {
 inline constexpr int64_t kChunkElements = int64_t{1} << 16;
 // Stack row buffers hold a full row plus one vector of padding (a padded last vector is stored whole).
 inline constexpr int64_t kRowBufferLength = kMaxRowLength + 64;
+// The forward writes an output of at least this many bytes with non-temporal stores.
+inline constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
 
 inline int64_t RowsPerChunk(int64_t row_length) {
   const int64_t rows = kChunkElements / row_length;
@@ -185,6 +193,19 @@ HWY_INLINE VF LoadVector(DF d, const uint16_t* p, BF16Storage) { return BFloat16
 HWY_INLINE void StoreVector(DF d, VF v, float* p, F32Storage) { hn::StoreU(v, d, p); }
 HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, F16Storage) { hn::StoreU(FloatToHalfBits(d, v), DU16(), p); }
 HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, BF16Storage) { hn::StoreU(FloatToBFloat16Bits(d, v), DU16(), p); }
+// Whether Storage's stored vectors are at least 128 bits: Highway's Stream writes a whole 128-bit register, so a
+// narrower vector (fp16 bits of 4 lanes on SSE4) must not be streamed.
+template <class Storage>
+constexpr bool StreamsWholeVectors() {
+  return hn::MaxLanes(DF()) * sizeof(typename Storage::Element) >= 16;
+}
+
+// Non-temporal stores of whole vectors; p must be aligned to the stored vector's size.
+HWY_INLINE void StreamVector(DF d, VF v, float* p, F32Storage) { hn::Stream(v, d, p); }
+HWY_INLINE void StreamVector(DF d, VF v, uint16_t* p, F16Storage) { hn::Stream(FloatToHalfBits(d, v), DU16(), p); }
+HWY_INLINE void StreamVector(DF d, VF v, uint16_t* p, BF16Storage) {
+  hn::Stream(FloatToBFloat16Bits(d, v), DU16(), p);
+}
 
 // The last, partial vector of a row: lanes [0, count) from p, zeros beyond; never touches p[count] or later.
 template <class Storage>
@@ -250,9 +271,14 @@ HWY_INLINE void BackwardRow(DF d, const typename Storage::Element* dy, const typ
   }
 }
 
-// One forward row. logits is a buffer of at least n rounded up to whole vectors; out may be x itself or logits.
-HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scale, size_t n, float* logits,
-                           float* out) {
+// One forward row of unit-stride elements, converted in registers. logits is an fp32 buffer of at least n rounded
+// up to whole vectors; out may be x itself (same elements) or, for F32Storage, logits. stream: write out with
+// non-temporal stores where it is aligned (a large output that the caller cannot find in cache anyway; the
+// stores then need not read the lines first; vectors narrower than 128 bits are stored normally). The caller
+// fences them (hwy::FlushStream).
+template <class Storage>
+HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8_t* mask, float scale, size_t n,
+                           float* logits, typename Storage::Element* out, bool stream, Storage storage) {
   const size_t lanes = hn::Lanes(d);
   const VF vscale = hn::Set(d, scale);
   const VF masked_logit = hn::Set(d, kMaskedLogit);
@@ -265,7 +291,8 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   VF nan_lanes = hn::Zero(d);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const VF v = hn::IfThenElse(MaskedLanes(d, mask + i), masked_logit, hn::Mul(hn::LoadU(d, x + i), vscale));
+    const VF v =
+        hn::IfThenElse(MaskedLanes(d, mask + i), masked_logit, hn::Mul(LoadVector(d, x + i, storage), vscale));
     hn::Store(v, d, logits + i);
     vmax = hn::Max(vmax, v);
     nan_lanes = hn::Or(nan_lanes, hn::VecFromMask(d, hn::IsNaN(v)));
@@ -273,7 +300,7 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   if (i < n) {
     const size_t rest = n - i;
     VF v = hn::IfThenElse(MaskedLanesPartial(d, mask + i, rest), masked_logit,
-                          hn::Mul(LoadPartial(d, x + i, rest), vscale));
+                          hn::Mul(LoadPartial(d, x + i, rest, storage), vscale));
     v = hn::IfThenElse(hn::FirstN(d, rest), v, neg_inf);
     hn::Store(v, d, logits + i);
     vmax = hn::Max(vmax, v);
@@ -282,9 +309,17 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   const bool row_has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan_lanes));
   const VF row_max = hn::MaxOfLanes(d, vmax);
 
-  // Pass 2: exponentials (in place, whole vectors) and their sum in the canonical order.
+  // Pass 2: exponentials (in place, whole vectors) and their sum in the canonical order. A vector whose every
+  // lane lies below Exp's cut-off (-104, where it returns exactly 0) is 0 without evaluating the polynomial: the
+  // masked half of a causal row costs a compare instead of an exponential, and the bits are Exp's.
+  const VF cutoff = hn::Set(d, hd::kExpZeroBelow);
   const float total = CanonicalSum(n, [&](DF dsum, VF acc, size_t first, size_t /*count: the padding adds 0*/) {
-    const VF e = Exp(dsum, hn::Sub(hn::Load(dsum, logits + first), row_max));
+    const VF shifted = hn::Sub(hn::Load(dsum, logits + first), row_max);
+    if (hn::AllTrue(dsum, hn::Lt(shifted, cutoff))) {
+      hn::Store(hn::Zero(dsum), dsum, logits + first);
+      return acc;
+    }
+    const VF e = Exp(dsum, shifted);
     hn::Store(e, dsum, logits + first);
     return hn::Add(acc, e);
   });
@@ -294,14 +329,26 @@ HWY_INLINE void ForwardRow(DF d, const float* x, const uint8_t* mask, float scal
   const VF inverse_total =
       hn::Set(d, row_has_nan ? std::numeric_limits<float>::quiet_NaN() : 1.0f / total);
   size_t k = 0;
-  for (; k + lanes <= n; k += lanes) hn::StoreU(hn::Mul(hn::Load(d, logits + k), inverse_total), d, out + k);
-  if (k < n) {
-    const VF y = hn::Mul(hn::Load(d, logits + k), inverse_total);
-    if (out == logits) {
-      hn::Store(y, d, logits + k);
-    } else {
-      StorePartial(d, y, out + k, n - k);
+  const uintptr_t stored_vector_bytes = lanes * sizeof(out[0]);
+  if (StreamsWholeVectors<Storage>() && stream && reinterpret_cast<uintptr_t>(out) % stored_vector_bytes == 0) {
+    for (; k + lanes <= n; k += lanes) {
+      StreamVector(d, hn::Mul(hn::Load(d, logits + k), inverse_total), out + k, storage);
     }
+  }
+  for (; k + lanes <= n; k += lanes) StoreVector(d, hn::Mul(hn::Load(d, logits + k), inverse_total), out + k, storage);
+  if (k < n) StorePartial(d, hn::Mul(hn::Load(d, logits + k), inverse_total), out + k, n - k, storage);
+}
+
+// Calls visit with the Storage of dtype (FLOAT16, BFLOAT16, else FLOAT).
+template <class Visit>
+void WithStorageOf(aclDataType dtype, const Visit& visit) {
+  switch (dtype) {
+    case ACL_FLOAT16:
+      return visit(F16Storage());
+    case ACL_BF16:
+      return visit(BF16Storage());
+    default:
+      return visit(F32Storage());
   }
 }
 
@@ -352,17 +399,33 @@ void BackwardStridedRows(const BackwardParams& p, int64_t row_begin, int64_t row
 void BackwardRows(const BackwardParams& p, int64_t row_begin, int64_t row_end) {
   const bool unit_stride = p.grad_output.strides[3] == 1 && p.y.strides[3] == 1 && p.out.strides[3] == 1;
   if (!unit_stride) return BackwardStridedRows(p, row_begin, row_end);
-  switch (p.grad_output.desc.dtype) {
-    case ACL_FLOAT16:
-      return BackwardUnitStrideRows(p, row_begin, row_end, F16Storage());
-    case ACL_BF16:
-      return BackwardUnitStrideRows(p, row_begin, row_end, BF16Storage());
-    default:
-      return BackwardUnitStrideRows(p, row_begin, row_end, F32Storage());
-  }
+  WithStorageOf(p.grad_output.desc.dtype,
+                [&](auto storage) { BackwardUnitStrideRows(p, row_begin, row_end, storage); });
 }
 
-void ForwardRows(const ForwardParams& p, int64_t row_begin, int64_t row_end) {
+// Rows whose x and y both have unit element stride: read and written in place, converted in registers.
+template <class Storage>
+void ForwardUnitStrideRows(const ForwardParams& p, int64_t row_begin, int64_t row_end, Storage storage) {
+  using Element = typename Storage::Element;
+  const DF d;
+  const int64_t length = p.shape.key_len;
+  const int64_t value_bytes = static_cast<int64_t>(sizeof(Element));
+  HWY_ALIGN float logits[kRowBufferLength];
+  MaskRowReader masks(p.mask, length);
+  const bool stream = p.y.desc.NumElements() * value_bytes >= kStreamMinBytes;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const RowIndex r = RowAt(p.shape, row);
+    const uint8_t* mask_row = masks.Row(r);
+    const auto* x = reinterpret_cast<const Element*>(RowStart(p.x, value_bytes, r.b, r.n, r.s1));
+    auto* y = reinterpret_cast<Element*>(RowStart(p.y, value_bytes, r.b, r.n, r.s1));
+    ForwardRow(d, x, mask_row, p.scale, static_cast<size_t>(length), logits, y, stream, storage);
+  }
+  if (stream) hwy::FlushStream();
+}
+
+// Any other rows: gathered into an fp32 stack row (pacl::LoadAsFloat) unless unit-stride FLOAT, and scattered
+// back with one rounding (pacl::StoreFromFloat). The arithmetic is ForwardRow's, so the bits are the same.
+void ForwardStridedRows(const ForwardParams& p, int64_t row_begin, int64_t row_end) {
   const DF d;
   const int64_t length = p.shape.key_len;
   const int64_t value_bytes = static_cast<int64_t>(DataTypeSize(p.x.desc.dtype));
@@ -377,9 +440,15 @@ void ForwardRows(const ForwardParams& p, int64_t row_begin, int64_t row_end) {
     const float* x = RowAsFloat(p.x, RowStart(p.x, value_bytes, r.b, r.n, r.s1), length, x_buffer);
     char* y_start = RowStart(p.y, value_bytes, r.b, r.n, r.s1);
     float* y = y_direct ? reinterpret_cast<float*>(y_start) : logits;
-    ForwardRow(d, x, mask_row, p.scale, static_cast<size_t>(length), logits, y);
+    ForwardRow(d, x, mask_row, p.scale, static_cast<size_t>(length), logits, y, false, F32Storage());
     if (!y_direct) StoreFromFloat(logits, p.y.desc.dtype, y_start, p.y.strides[3], length);
   }
+}
+
+void ForwardRows(const ForwardParams& p, int64_t row_begin, int64_t row_end) {
+  const bool unit_stride = p.x.strides[3] == 1 && p.y.strides[3] == 1 && p.x.desc.dtype == p.y.desc.dtype;
+  if (!unit_stride) return ForwardStridedRows(p, row_begin, row_end);
+  WithStorageOf(p.x.desc.dtype, [&](auto storage) { ForwardUnitStrideRows(p, row_begin, row_end, storage); });
 }
 
 }  // namespace HWY_NAMESPACE
