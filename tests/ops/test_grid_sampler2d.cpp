@@ -589,6 +589,24 @@ TEST(GridSampler2DLargeInputGrad, StreamedStoresMatchReference) {
   }
 }
 
+// The fp32 forward copies its input a pass of images at a time (as many as fit in 8 MiB of blocked copy): with
+// 33 channels (3 blocks of 16) of 128 x 128, 3 MiB per image, 5 images take two passes of 2 and one of 1. Every
+// image must be sampled from its own copy, in every float dtype.
+TEST(GridSampler2DForwardPasses, ImagesOfEveryPassMatchReference) {
+  const ref::GridSamplerShape shape = {5, 33, 128, 128, 12, 10};
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
+    for (const Modes& m : {Modes{kBilinear, kZeros, false}, Modes{kBicubic, kReflection, true}}) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + ModesName(m));
+      const Problem p = MakeProblem(shape, dtype, m.align_corners, 5200);
+      DeviceProblem d(p, dtype);
+      DeviceTensor out = DeviceTensor::Output(p.OutShape(), dtype, Layout::kPadded);
+      ASSERT_EQ(RunForward(d.input.get(), d.grid.get(), m, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+      ExpectForwardMatches(out.Read(), p, m, dtype);
+      EXPECT_EQ(out.CheckGuards(), "");
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------------------------------
 // outputMask: null computes nothing; [a, b] chooses inputGrad / gridGrad; an output not chosen keeps its NaN fill.
 

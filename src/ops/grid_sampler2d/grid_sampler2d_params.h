@@ -46,6 +46,8 @@ struct SamplerOperand {
 // rounded up to 64 bytes; -1 when the array is not needed). Sized in phase 1 from the shape and dtype only.
 struct WorkspacePlan {
   int64_t input_copy = -1;      // fp32 path: blocked fp32 copy [N][ceil(C/16)][Hin][Win][16] of the input
+                                // (the forward: of images_per_pass images at a time)
+  int64_t images_per_pass = 0;  // fp32 forward: images whose blocked copy the workspace holds at once
   int64_t input_grad_acc = -1;  // fp32 path: blocked fp32 inputGrad sums, the same layout
   int64_t grid_partials = -1;   // compute type (blocks, N, Hout*Wout, 2): per-channel-block gridGrad sums
   uint64_t bytes = 0;            // total, including 64 bytes of slack to align the caller's pointer

@@ -85,16 +85,17 @@ void ListBlockTaps(const SamplerShape& shape, const SamplerModes& modes, const S
 }
 
 // Copies input rows (any float dtype, any strides) into the blocked fp32 layout [N][blocks][Hin][Win][lanes],
-// padding channels zero: blocked rows [row_begin, row_end), row r = (n * blocks + block) * Hin + h.
+// padding channels zero: blocked rows [row_begin, row_end), row r = (n * blocks + block) * Hin + h, where blocked
+// holds the rows from first_row on.
 void CopyInputBlockedRows(const SamplerShape& s, const SamplerOperand& input, int64_t row_begin, int64_t row_end,
-                          float* blocked, BlockTaps& buffers) {
+                          int64_t first_row, float* blocked, BlockTaps& buffers) {
   const int64_t blocks = ChannelBlocks(s);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const int64_t nb = r / s.in_height;
     const int64_t h = r - nb * s.in_height;
     const int64_t n = nb / blocks;
     const int64_t c0 = (nb - n * blocks) * kBlockLanes;
-    float* dst = blocked + r * s.in_width * kBlockLanes;
+    float* dst = blocked + (r - first_row) * s.in_width * kBlockLanes;
     const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
     std::fill(buffers.rows + lanes * kBlockTilePixels, buffers.rows + kBlockLanes * kBlockTilePixels, 0.0f);
     for (int64_t w0 = 0; w0 < s.in_width; w0 += kBlockTilePixels) {
@@ -108,10 +109,13 @@ void CopyInputBlockedRows(const SamplerShape& s, const SamplerOperand& input, in
   }
 }
 
-// The whole blocked input, in chunks of blocked rows.
-void CopyInputBlocked(const SamplerShape& s, const SamplerOperand& input, float* blocked) {
-  ParallelFor(s.batch * ChannelBlocks(s) * s.in_height, 16, [&](int64_t row_begin, int64_t row_end) {
-    CopyInputBlockedRows(s, input, row_begin, row_end, blocked, BlockTapsFor());
+// The blocked input of images [n_begin, n_end) into blocked, in chunks of blocked rows.
+void CopyInputBlocked(const SamplerShape& s, const SamplerOperand& input, int64_t n_begin, int64_t n_end,
+                      float* blocked) {
+  const int64_t rows_per_image = ChannelBlocks(s) * s.in_height;
+  const int64_t first_row = n_begin * rows_per_image;
+  ParallelFor((n_end - n_begin) * rows_per_image, 16, [&](int64_t row_begin, int64_t row_end) {
+    CopyInputBlockedRows(s, input, first_row + row_begin, first_row + row_end, first_row, blocked, BlockTapsFor());
   });
 }
 
@@ -149,47 +153,55 @@ void WriteInputGradPlane(const BackwardParams& p, int64_t n, int64_t c0, const f
   if (stream) hwy::FlushStream();
 }
 
+// Forward, in passes of p.workspace.images_per_pass images (fixed in phase 1 by the shape): copy the pass's
+// images into the blocked workspace, then sample them. A pass's copy stays small enough to remain in the
+// last-level cache for the sampling, and the workspace holds one pass, not the whole input.
 template <int K>
 void RunForwardBlocked(const ForwardParams& p, void* workspace) {
   const SamplerShape& s = p.shape;
   float* blocked = WorkspaceArray<float>(workspace, p.workspace.input_copy);
-  CopyInputBlocked(s, p.input, blocked);
   const int64_t blocks = ChannelBlocks(s);
   const int64_t plane = BlockedPlaneElements(s);
   const int64_t pixels = s.out_height * s.out_width;
   const int64_t tiles = (pixels + kBlockTilePixels - 1) / kBlockTilePixels;
   const bool direct_out = p.out.desc.dtype == ACL_FLOAT && p.out.strides[3] == 1;
-  ParallelFor(s.batch * tiles, 1, [&](int64_t task_begin, int64_t task_end) {
-    BlockTaps& taps = BlockTapsFor();
-    for (int64_t task = task_begin; task < task_end; ++task) {
-      const int64_t n = task / tiles;
-      const int64_t begin = (task - n * tiles) * kBlockTilePixels;
-      const int64_t end = std::min(begin + kBlockTilePixels, pixels);
-      const int64_t count = end - begin;
-      ListBlockTaps<K>(s, p.modes, p.grid, n, begin, end, false, &taps);
-      for (int64_t b = 0; b < blocks; ++b) {
-        simd::SampleBlock
-        (blocked + (n * blocks + b) * plane, taps.offset, taps.weight, taps.tap_begin, count, taps.lanes);
-        const int64_t c0 = b * kBlockLanes;
-        const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
-        for (int64_t lane = 0; lane < lanes; ++lane) {
-          if (direct_out) {
+  const int64_t images_per_pass = std::max<int64_t>(1, p.workspace.images_per_pass);
+  for (int64_t n_begin = 0; n_begin < s.batch; n_begin += images_per_pass) {
+    const int64_t n_end = std::min(s.batch, n_begin + images_per_pass);
+    CopyInputBlocked(s, p.input, n_begin, n_end, blocked);
+    ParallelFor((n_end - n_begin) * tiles, 1, [&](int64_t task_begin, int64_t task_end) {
+      BlockTaps& taps = BlockTapsFor();
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        const int64_t image = task / tiles;  // within the pass
+        const int64_t n = n_begin + image;
+        const int64_t begin = (task - image * tiles) * kBlockTilePixels;
+        const int64_t end = std::min(begin + kBlockTilePixels, pixels);
+        const int64_t count = end - begin;
+        ListBlockTaps<K>(s, p.modes, p.grid, n, begin, end, false, &taps);
+        for (int64_t b = 0; b < blocks; ++b) {
+          simd::SampleBlock
+          (blocked + (image * blocks + b) * plane, taps.offset, taps.weight, taps.tap_begin, count, taps.lanes);
+          const int64_t c0 = b * kBlockLanes;
+          const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
+          for (int64_t lane = 0; lane < lanes; ++lane) {
+            if (direct_out) {
+              ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
+                simd::LinesToRow
+                (taps.lanes + at * kBlockLanes, lane, length,
+                 reinterpret_cast<float*>(ElementAt(p.out, n, c0 + lane, h, w)));
+              });
+              continue;
+            }
+            simd::LinesToRow(taps.lanes, lane, count, taps.row);
             ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
-              simd::LinesToRow
-              (taps.lanes + at * kBlockLanes, lane, length,
-               reinterpret_cast<float*>(ElementAt(p.out, n, c0 + lane, h, w)));
+              StoreFromFloat(taps.row + at, p.out.desc.dtype, ElementAt(p.out, n, c0 + lane, h, w),
+                             p.out.strides[3], length);
             });
-            continue;
           }
-          simd::LinesToRow(taps.lanes, lane, count, taps.row);
-          ForEachRowSegment(begin, end, s.out_width, [&](int64_t h, int64_t w, int64_t at, int64_t length) {
-            StoreFromFloat(taps.row + at, p.out.desc.dtype, ElementAt(p.out, n, c0 + lane, h, w), p.out.strides[3],
-                           length);
-          });
         }
       }
-    }
-  });
+    });
+  }
 }
 
 // Writes gridGrad[n, pixels [begin, end)] from x and y sums (fp32).
@@ -226,7 +238,7 @@ void BackwardImageBlocks(const BackwardParams& p, const BackwardBlockedPlanes& p
   for (int64_t b = b_begin; b < b_end; ++b) {
     const int64_t nb = n * blocks + b;
     if (scatter) std::fill(planes.input_grad + nb * plane, planes.input_grad + (nb + 1) * plane, 0.0f);
-    if (gather) CopyInputBlockedRows(s, p.input, nb * s.in_height, (nb + 1) * s.in_height, planes.input, taps);
+    if (gather) CopyInputBlockedRows(s, p.input, nb * s.in_height, (nb + 1) * s.in_height, 0, planes.input, taps);
   }
   for (int64_t begin = 0; begin < pixels; begin += kBlockTilePixels) {
     const int64_t end = std::min(begin + kBlockTilePixels, pixels);

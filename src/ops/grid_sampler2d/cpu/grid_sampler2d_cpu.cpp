@@ -35,9 +35,11 @@
 // Work goes in tiles of kBlockTilePixels (256) consecutive output pixels of one image. A tile's taps are listed
 // once, pixel-major, only the valid ones, in tap order (element offset into a blocked plane, weight, and for
 // gridGrad the weight's x/y derivatives); an invalid tap is never read or written, so NaN/Inf elsewhere cannot leak.
-// Forward: pacl::ParallelFor over (n, tile). Per channel block: out line of pixel q = sum over its taps of weight *
-// input line (SampleBlock, taps in order, starting from 0), into a [pixel][16] buffer that LinesToRow turns back
-// into channel rows of out (written straight into a unit-stride FLOAT out, else via pacl::StoreFromFloat).
+// Forward: in passes of a few images (as many as fit in 8 MiB of blocked copy, at least one; fixed by the shape in
+// phase 1): the pass's images are copied, then pacl::ParallelFor over (n, tile) of the pass. Per channel block:
+// out line of pixel q = sum over its taps of weight * input line (SampleBlock, taps in order, starting from 0),
+// into a [pixel][16] buffer that LinesToRow turns back into channel rows of out (written straight into a
+// unit-stride FLOAT out, else via pacl::StoreFromFloat).
 // Backward: inputGrad is a scatter. The work items are (n, channel block); each owns the blocked fp32 inputGrad
 // plane of its block in the workspace. A ParallelFor task takes consecutive blocks of one image (several when
 // there are at least 2 tasks per thread, so that they share the tap lists; which items a task takes changes no
@@ -58,9 +60,10 @@
 // are computed once, in code compiled for the baseline): results are bit-identical run to run, for any number of
 // threads and on every SIMD target. Cost, measured on AVX2 against per-target lane reductions: 0.93-1.07x, within
 // the noise (docs/ops/grid_sampler2d.md).
-// Workspace (fp32 path, sized in phase 1, overflow-safe): blocked input (forward; backward with gridGrad), blocked
-// inputGrad (backward with inputGrad), partials (backward with gridGrad): 2 * N * ceil(C/16) * 16 * Hin * Win * 4
-// bytes at most, plus ceil(C/16) * N * Hout * Wout * 8.
+// Workspace (fp32 path, sized in phase 1, overflow-safe): forward, the blocked copy of one pass of images;
+// backward, the blocked input (with gridGrad) and blocked inputGrad (with inputGrad) of every (image, block) task,
+// 2 * N * ceil(C/16) * 16 * Hin * Win * 4 bytes at most, plus partials (with gridGrad), ceil(C/16) * N * Hout *
+// Wout * 8.
 //
 // Plane path (DOUBLE). Tiles of kTilePixels (2048; bicubic 512) consecutive output pixels of one image; a tile's
 // taps go into [tap][pixel] arrays (one per thread on the heap); the channel loop runs outside, the pixel loop

@@ -1,5 +1,6 @@
 // Phase-1 planning of the CPU kernels: the backward's channel blocks and both workspace layouts (see the NOTE in
 // grid_sampler2d_cpu.cpp). Computed from the shapes, dtype and modes only, never from the thread count.
+#include <algorithm>
 #include <cstdint>
 
 #include "grid_sampler2d/grid_sampler2d_params.h"
@@ -8,10 +9,14 @@
 namespace pacl::grid_sampler2d {
 namespace {
 
-// Elements of the blocked fp32 layout [N][ceil(C / 16)][Hin][Win][16] of the fp32 path.
-uint64_t BlockedElements(const SamplerShape& s) {
+// The forward copies this many bytes of blocked input at most per pass (unless one image is larger): small
+// enough to stay in a server's last-level cache between the copy and the sampling.
+constexpr uint64_t kForwardPassBytes = uint64_t{8} << 20;
+
+// Elements of the blocked fp32 layout [images][ceil(C / 16)][Hin][Win][16] of the fp32 path.
+uint64_t BlockedElements(const SamplerShape& s, int64_t images) {
   const uint64_t blocks = static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
-  uint64_t elements = SaturatingMul(static_cast<uint64_t>(s.batch), blocks);
+  uint64_t elements = SaturatingMul(static_cast<uint64_t>(images), blocks);
   elements = SaturatingMul(elements, static_cast<uint64_t>(s.in_height));
   elements = SaturatingMul(elements, static_cast<uint64_t>(s.in_width));
   return SaturatingMul(elements, static_cast<uint64_t>(kFloatChannelsPerBlock));
@@ -36,8 +41,11 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   WorkspaceLayout layout;
   const bool writes_output = s.batch * s.channels * s.out_height * s.out_width > 0;
   if (params.input.desc.dtype != ACL_DOUBLE && writes_output) {
-    // The fp32 path samples a blocked fp32 copy of the input.
-    plan.input_copy = layout.Reserve(SaturatingMul(BlockedElements(s), sizeof(float)));
+    // The fp32 path samples a blocked fp32 copy of the input, a pass of images at a time.
+    const uint64_t image_bytes = SaturatingMul(BlockedElements(s, 1), sizeof(float));
+    const uint64_t images = image_bytes == 0 ? 1 : std::max<uint64_t>(1, kForwardPassBytes / image_bytes);
+    plan.images_per_pass = static_cast<int64_t>(std::min<uint64_t>(images, static_cast<uint64_t>(s.batch)));
+    plan.input_copy = layout.Reserve(SaturatingMul(image_bytes, static_cast<uint64_t>(plan.images_per_pass)));
   }
   plan.bytes = layout.TotalBytes();
   return plan;
@@ -54,7 +62,7 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   if (params.input.desc.dtype != ACL_DOUBLE) {
     // The fp32 path (FLOAT, FLOAT16, BFLOAT16): a blocked fp32 copy of the input (gridGrad), blocked fp32
     // inputGrad sums, and per-block gridGrad partial sums.
-    const uint64_t blocked_bytes = SaturatingMul(BlockedElements(s), sizeof(float));
+    const uint64_t blocked_bytes = SaturatingMul(BlockedElements(s, s.batch), sizeof(float));
     if (reads_input && s.channels > 0) {
       plan.input_copy = layout.Reserve(blocked_bytes);
       const uint64_t blocks = static_cast<uint64_t>((s.channels + kFloatChannelsPerBlock - 1) / kFloatChannelsPerBlock);
