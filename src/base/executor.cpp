@@ -209,9 +209,20 @@ aclnnStatus RunExecutor(const char* op_name, void* workspace, uint64_t workspace
 
 }  // namespace pacl
 
+namespace {
+
+// CANN documents 561103 (ACLNN_ERR_INNER_NULLPTR) for a null executor passed to aclSetAclOpExecutorRepeatable and
+// aclDestroyAclOpExecutor; phase 2 keeps the usual 161001.
+aclnnStatus RefuseNullExecutor(const char* function) {
+  return Refuse(ACLNN_ERR_INNER_NULLPTR, pacl::StrFormat("%s: executor must not be null", function));
+}
+
+}  // namespace
+
 extern "C" {
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
+  if (executor == nullptr) return RefuseNullExecutor("aclSetAclOpExecutorRepeatable");
   Registry& registry = GetRegistry();
   std::lock_guard<std::mutex> lock(registry.mutex);
   const aclnnStatus usable = CheckUsable(registry, "aclSetAclOpExecutorRepeatable", executor);
@@ -221,6 +232,7 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
 }
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
+  if (executor == nullptr) return RefuseNullExecutor("aclDestroyAclOpExecutor");
   Registry& registry = GetRegistry();
   std::lock_guard<std::mutex> lock(registry.mutex);
   const char* function = "aclDestroyAclOpExecutor";

@@ -157,9 +157,10 @@ TEST_F(ExecutorTest, DestroyAfterASingleRunIsAccepted) {
 TEST_F(ExecutorTest, NullAndUnknownHandles) {
   EXPECT_EQ(Run(nullptr), ACLNN_ERR_PARAM_NULLPTR);
   ExpectMessage({"aclnnTestOp: executor must not be null"});
-  EXPECT_EQ(aclSetAclOpExecutorRepeatable(nullptr), ACLNN_ERR_PARAM_NULLPTR);
+  // CANN documents 561103 for these two (and 161001 for phase 2).
+  EXPECT_EQ(aclSetAclOpExecutorRepeatable(nullptr), ACLNN_ERR_INNER_NULLPTR);
   ExpectMessage({"aclSetAclOpExecutorRepeatable: executor must not be null"});
-  EXPECT_EQ(aclDestroyAclOpExecutor(nullptr), ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT_EQ(aclDestroyAclOpExecutor(nullptr), ACLNN_ERR_INNER_NULLPTR);
   ExpectMessage({"aclDestroyAclOpExecutor: executor must not be null"});
 
   // An address that was never an executor: it must be refused without being read.

@@ -401,7 +401,8 @@ void CheckForward(const Problem& p, const CallConfig& setup, const Layouts& layo
   DeviceProblem d(p, setup, layouts);
   std::vector<std::vector<uint8_t>> inputs_before;
   for (const DeviceTensor* t : d.Inputs()) inputs_before.push_back(t->ReadBytes());
-  DeviceTensor out = DeviceTensor::Output(p.OutShape(), setup.dtype, layouts[kGradOutputOrOut]);
+  // grad_rank picks the output's form too: (bs, nq, nh * c) or (bs, nq, nh, c).
+  DeviceTensor out = DeviceTensor::Output(p.GradOutputShape(setup.grad_rank), setup.dtype, layouts[kGradOutputOrOut]);
   ASSERT_EQ(RunForward(d, out.get(), stream), ACLNN_SUCCESS) << optest::RecentErrorMessage();
   ExpectForwardMatches(out.Read(), p, setup.dtype);
   ExpectGuardsIntact({&out});

@@ -696,13 +696,16 @@ TEST_F(MsdaForwardValidation, OutputDTypeDiffers) {
 
 TEST_F(MsdaForwardValidation, OutputShapeDiffers) {
   for (const std::vector<int64_t>& shape :
-       {std::vector<int64_t>{2, 3, 8}, std::vector<int64_t>{2, 3, 2, 8}, std::vector<int64_t>{3, 3, 16},
-        std::vector<int64_t>{2, 4, 16}, std::vector<int64_t>{2, 3, 17}}) {
+       {std::vector<int64_t>{2, 3, 8}, std::vector<int64_t>{2, 3, 4, 4}, std::vector<int64_t>{3, 3, 16},
+        std::vector<int64_t>{2, 4, 16}, std::vector<int64_t>{2, 3, 17}, std::vector<int64_t>{2, 3, 2, 16},
+        std::vector<int64_t>{2, 3, 16, 1}}) {
     SCOPED_TRACE(optest::ShapeString(shape));
     DeviceTensor output = Output(shape);
     Args a = Valid();
     a.output = output.get();
-    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"output", optest::ShapeString(shape)});
+    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID,
+                   {"output must have shape [2, 3, 16] (bs, num_queries, num_heads * channels) or [2, 3, 2, 8]",
+                    "got " + optest::ShapeString(shape)});
   }
 }
 

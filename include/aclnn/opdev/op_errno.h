@@ -20,6 +20,24 @@ static const int32_t ACLNN_ERR_INNER_CREATE_EXECUTOR = 561101;
 static const int32_t ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR = 561102;
 static const int32_t ACLNN_ERR_INNER_NULLPTR = 561103;
 static const int32_t ACLNN_ERR_INNER_WRONG_ATTR_INFO_SIZE = 561104;
+/* The rest of CANN's list, for programs that name them; this implementation never returns them (they report
+   NPU kernel-package and operator-JSON failures). KEY_CONFILICT is CANN's deprecated spelling. */
+static const int32_t ACLNN_ERR_INNER_KEY_CONFILICT = 561105;
+static const int32_t ACLNN_ERR_INNER_KEY_CONFLICT = 561105;
+static const int32_t ACLNN_ERR_INNER_INVALID_IMPL_MODE = 561106;
+static const int32_t ACLNN_ERR_INNER_OPP_PATH_NOT_FOUND = 561107;
+static const int32_t ACLNN_ERR_INNER_LOAD_JSON_FAILED = 561108;
+static const int32_t ACLNN_ERR_INNER_JSON_VALUE_NOT_FOUND = 561109;
+static const int32_t ACLNN_ERR_INNER_JSON_FORMAT_INVALID = 561110;
+static const int32_t ACLNN_ERR_INNER_JSON_DTYPE_INVALID = 561111;
+static const int32_t ACLNN_ERR_INNER_OPP_KERNEL_PKG_NOT_FOUND = 561112;
+static const int32_t ACLNN_ERR_INNER_OP_FILE_INVALID = 561113;
+static const int32_t ACLNN_ERR_INNER_ATTR_NUM_OUT_OF_BOUND = 561114;
+static const int32_t ACLNN_ERR_INNER_ATTR_LEN_NOT_ENOUGH = 561115;
+static const int32_t ACLNN_ERR_INNER_INPUT_NUM_IN_JSON_TOO_LARGE = 561116;
+static const int32_t ACLNN_ERR_INNER_INPUT_JSON_IS_NULL = 561117;
+static const int32_t ACLNN_ERR_INNER_STATIC_WORKSPACE_INVALID = 561118;
+static const int32_t ACLNN_ERR_INNER_STATIC_BLOCK_DIM_INVALID = 561119;
 
 #ifdef __cplusplus
 }

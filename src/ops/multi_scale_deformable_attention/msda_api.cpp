@@ -100,21 +100,17 @@ bool CheckInputs(OpChecker& check, const MsdaInputs& in, MsdaShape* shape) {
                      "num_points (dim 4 of location) must be in [1, 16], got %lld", LL(shape->points));
 }
 
-// output / gradOutput: (bs, nq, nh * c), or (bs, nq, nh, c) where four_d_allowed.
-bool CheckHeadRows(OpChecker& check, const TensorDesc& t, const char* param, const MsdaShape& s, bool four_d_allowed,
-                   HeadRows* rows) {
+// output / gradOutput: (bs, nq, nh * c) or (bs, nq, nh, c) (CANN's pages list both forms, in different versions).
+bool CheckHeadRows(OpChecker& check, const TensorDesc& t, const char* param, const MsdaShape& s, HeadRows* rows) {
   const bool three_d =
       t.rank == 3 && t.shape[0] == s.batch && t.shape[1] == s.queries && t.shape[2] == s.heads * s.channels;
-  const bool four_d = four_d_allowed && t.rank == 4 && t.shape[0] == s.batch && t.shape[1] == s.queries &&
-                      t.shape[2] == s.heads && t.shape[3] == s.channels;
-  const std::string four_d_form = four_d_allowed
-                                      ? " or [" + std::to_string(s.batch) + ", " + std::to_string(s.queries) + ", " +
-                                            std::to_string(s.heads) + ", " + std::to_string(s.channels) +
-                                            "] (bs, num_queries, num_heads, channels)"
-                                      : "";
-  if (!check.Check(
-          three_d || four_d, "%s must have shape [%lld, %lld, %lld] (bs, num_queries, num_heads * channels)%s, got %s",
-          param, LL(s.batch), LL(s.queries), LL(s.heads * s.channels), four_d_form.c_str(), t.ShapeString().c_str())) {
+  const bool four_d = t.rank == 4 && t.shape[0] == s.batch && t.shape[1] == s.queries && t.shape[2] == s.heads &&
+                      t.shape[3] == s.channels;
+  if (!check.Check(three_d || four_d,
+                   "%s must have shape [%lld, %lld, %lld] (bs, num_queries, num_heads * channels) or [%lld, %lld, "
+                   "%lld, %lld] (bs, num_queries, num_heads, channels), got %s",
+                   param, LL(s.batch), LL(s.queries), LL(s.heads * s.channels), LL(s.batch), LL(s.queries),
+                   LL(s.heads), LL(s.channels), t.ShapeString().c_str())) {
     return false;
   }
   rows->desc = t;
@@ -153,7 +149,7 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
   if (!msda::CheckDTypes(check, in,
                          {{&in.location, "location"}, {&in.attn_weight, "attnWeight"}, {&output->desc, "output"}}) ||
       !msda::CheckInputs(check, in, &params.shape) ||
-      !msda::CheckHeadRows(check, output->desc, "output", params.shape, false, &params.output) ||
+      !msda::CheckHeadRows(check, output->desc, "output", params.shape, &params.output) ||
       !msda::CheckFormats(check, {{&in.value, "value"},
                                   {&in.spatial_shape, "spatialShape"},
                                   {&in.level_start_index, "levelStartIndex"},
@@ -197,7 +193,7 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
                           {&grad_location, "gradLocation"},
                           {&grad_attn, "gradAttnWeight"}}) ||
       !msda::CheckInputs(check, in, &params.shape) ||
-      !msda::CheckHeadRows(check, gradOutput->desc, "gradOutput", params.shape, true, &params.grad_output) ||
+      !msda::CheckHeadRows(check, gradOutput->desc, "gradOutput", params.shape, &params.grad_output) ||
       !check.SameShape(in.value, "value", grad_value, "gradValue") ||
       !check.SameShape(in.location, "location", grad_location, "gradLocation") ||
       !check.SameShape(in.attn_weight, "attnWeight", grad_attn, "gradAttnWeight") ||
