@@ -62,3 +62,12 @@ configure_file("${CMAKE_CURRENT_LIST_DIR}/portable-aclnn.pc.in" "${CMAKE_CURRENT
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/portable-aclnn.pc"
         DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
         COMPONENT development)
+
+# The Python package under <prefix>/python (PYTHONPATH=<prefix>/python), with _install_dir.py telling it where the
+# libraries are, relative to itself (so `cmake --install --prefix` anywhere works).
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/python/portable_aclnn" DESTINATION python COMPONENT python
+        PATTERN "__pycache__" EXCLUDE)
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/_install_dir.py"
+     "import os\nLIBRARY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', "
+     "'${CMAKE_INSTALL_LIBDIR}')\n")
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/_install_dir.py" DESTINATION python/portable_aclnn COMPONENT python)

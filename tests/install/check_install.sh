@@ -223,4 +223,24 @@ CXXSOURCE
   fail "the public headers do not compile together as C++11"
 run "${work}/all_headers_cxx" || fail "the C++11 program failed"
 
+step "(e) the Python package from the prefix (PYTHONPATH=<prefix>/python), NumPy only"
+if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
+  echo "no /usr/bin/python3 with NumPy: step skipped"
+elif [[ "${PACL_SANITIZE}" == "ON" ]]; then
+  echo "sanitizer build: step skipped (the interpreter would need the ASan runtime first)"
+else
+  [[ -f "${prefix}/python/portable_aclnn/__init__.py" && -f "${prefix}/python/portable_aclnn/_install_dir.py" ]] ||
+    fail "the Python package is not installed under ${prefix}/python"
+  (cd "${work}" && env -u PORTABLE_ACLNN_LIBRARY_DIR PYTHONPATH="${prefix}/python" /usr/bin/python3 -c '
+import sys
+sys.modules["torch"] = None  # the NumPy interface must not need PyTorch
+import os, numpy as np, portable_aclnn as pa, portable_aclnn._install_dir as installed
+y = pa.scaled_masked_softmax(np.array([[[[0.0, 0.0, 1.0, 5.0]]]], np.float32), np.array([[[[0, 0, 0, 1]]]], bool))
+e = np.exp([0.0, 0.0, 1.0]); expected = np.append(e / e.sum(), 0.0)
+assert np.allclose(y, expected, rtol=1e-6, atol=1e-7), y
+assert os.path.exists(os.path.join(installed.LIBRARY_DIR, "libopapi.so")), installed.LIBRARY_DIR
+print("python package: softmax", y.ravel(), "with the libraries of", os.path.realpath(installed.LIBRARY_DIR))
+') || fail "the installed Python package failed"
+fi
+
 echo "install test PASSED"

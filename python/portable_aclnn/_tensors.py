@@ -1,0 +1,126 @@
+"""aclTensor views of PyTorch tensors and NumPy arrays, without copies.
+
+A view passes the array's own data pointer, shape and element strides to aclCreateTensor, with a storage that
+just covers the view; so transposed, sliced and broadcast (zero-stride) inputs are read in place.
+"""
+
+import ctypes
+
+import numpy as np
+
+from ._library import api
+
+try:
+    import torch
+except ImportError:  # the NumPy interface works without PyTorch
+    torch = None
+
+ACL_FLOAT, ACL_FLOAT16, ACL_INT32, ACL_INT64, ACL_DOUBLE, ACL_BOOL, ACL_BF16 = 0, 1, 3, 9, 11, 12, 27
+ACL_FORMAT_ND = 2
+
+_NUMPY_DTYPES = {np.dtype(np.float32): ACL_FLOAT, np.dtype(np.float16): ACL_FLOAT16, np.dtype(np.float64): ACL_DOUBLE,
+                 np.dtype(np.bool_): ACL_BOOL, np.dtype(np.int32): ACL_INT32, np.dtype(np.int64): ACL_INT64}
+_TORCH_DTYPES = {}
+if torch is not None:
+    _TORCH_DTYPES = {torch.float32: ACL_FLOAT, torch.float16: ACL_FLOAT16, torch.float64: ACL_DOUBLE,
+                     torch.bool: ACL_BOOL, torch.int32: ACL_INT32, torch.int64: ACL_INT64, torch.bfloat16: ACL_BF16}
+
+
+def is_torch(array):
+    return torch is not None and isinstance(array, torch.Tensor)
+
+
+def require_array(array, name):
+    """TypeError unless array is a torch.Tensor or numpy.ndarray (checked before its shape is read)."""
+    if not (is_torch(array) or isinstance(array, np.ndarray)):
+        raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
+
+
+def describe(array, name):
+    """(data pointer, shape, element strides, acl dtype) of a torch tensor or NumPy array."""
+    if is_torch(array):
+        if array.device.type != "cpu":
+            raise ValueError(
+                f"{name}: tensors on {array.device} are not supported yet; portable_aclnn's Python package runs "
+                "on the CPU device (move the tensor with .cpu())")
+        if array.dtype not in _TORCH_DTYPES:
+            raise TypeError(f"{name}: dtype {array.dtype} is not supported")
+        return array.data_ptr(), tuple(array.shape), tuple(array.stride()), _TORCH_DTYPES[array.dtype]
+    if isinstance(array, np.ndarray):
+        if array.dtype not in _NUMPY_DTYPES:
+            raise TypeError(f"{name}: dtype {array.dtype} is not supported")
+        itemsize = array.dtype.itemsize
+        if any(s % itemsize for s in array.strides):
+            raise ValueError(f"{name}: strides {array.strides} are not whole elements")
+        strides = tuple(s // itemsize for s in array.strides)
+        return array.ctypes.data, tuple(array.shape), strides, _NUMPY_DTYPES[array.dtype]
+    raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
+
+
+# ctypes array types of int64 by length (a length-0 view still passes a valid pointer).
+_INT64_ARRAYS = [ctypes.c_int64 * max(n, 1) for n in range(9)]
+
+
+class AclTensor:
+    """An aclTensor over an array's memory; destroyed with the object (use as a context or keep it alive)."""
+
+    handle = None
+
+    def __init__(self, array, name):
+        data, shape, strides, dtype = describe(array, name)
+        self.array = array  # keeps the memory alive as long as the aclTensor
+        count = len(shape)
+        if count >= len(_INT64_ARRAYS):
+            raise ValueError(f"{name}: rank {count} is above 8, the most aclCreateTensor takes")
+        # The storage just covers the view: 1 + sum((d - 1) * stride) elements (0 for an empty view).
+        extent = 1
+        for size, stride in zip(shape, strides):
+            if size == 0:
+                extent = 0
+                break
+            if stride < 0:
+                raise ValueError(f"{name}: negative strides {strides} are not supported (aclCreateTensor refuses "
+                                 "them)")
+            extent += (size - 1) * stride
+        array_type = _INT64_ARRAYS[count]
+        self.handle = api().aclCreateTensor(array_type(*shape), count, dtype, array_type(*strides), 0, ACL_FORMAT_ND,
+                                            _INT64_ARRAYS[1](extent), 1, data or None)
+        if not self.handle:
+            raise ValueError(f"{name}: aclCreateTensor refused shape {shape} strides {strides}: "
+                             f"{api().recent_error()}")
+
+    def close(self):
+        if self.handle:
+            api().aclDestroyTensor(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        self.close()
+
+
+class _HostArray:
+    """An aclBoolArray / aclIntArray of values (host memory, copied by the create call)."""
+
+    def __init__(self, values, element_type, create, destroy):
+        items = (element_type * max(len(values), 1))(*values)
+        self._destroy = destroy
+        self.handle = create(items, len(values))
+
+    def __del__(self):
+        if self.handle:
+            self._destroy(self.handle)
+
+
+def bool_array(values):
+    return _HostArray(values, ctypes.c_bool, api().aclCreateBoolArray, api().aclDestroyBoolArray)
+
+
+def int_array(values):
+    return _HostArray(values, ctypes.c_int64, api().aclCreateIntArray, api().aclDestroyIntArray)
+
+
+def empty_like_kind(reference, shape, dtype=None):
+    """A new uninitialised array of shape, of reference's kind (torch or NumPy) and dtype unless given."""
+    if is_torch(reference):
+        return torch.empty(shape, dtype=dtype or reference.dtype, device=reference.device)
+    return np.empty(shape, dtype=dtype or reference.dtype)

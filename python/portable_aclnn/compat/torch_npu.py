@@ -1,0 +1,24 @@
+"""torch_npu's names: `from portable_aclnn.compat import torch_npu` then `torch_npu.npu_scaled_masked_softmax(...)`."""
+
+from .. import _ops, nsa_compress, scaled_masked_softmax
+
+
+def npu_scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):
+    """torch_npu.npu_scaled_masked_softmax: softmax(mask ? -10000 : x * scale) over the last dim; with
+    fixed_triu_mask=True an upper-triangular mask (diagonal excluded) replaces mask."""
+    return scaled_masked_softmax(x, mask, scale, fixed_triu_mask)
+
+
+def npu_scaled_masked_softmax_backward(y_grad, y, mask, scale, fixed_triu_mask):
+    """torch_npu.npu_scaled_masked_softmax_backward: the gradient with respect to x."""
+    return _ops.scaled_masked_softmax_backward(y_grad, y, mask, scale, fixed_triu_mask)
+
+
+def npu_nsa_compress(input, weight, compress_block_size, compress_stride, *, actual_seq_len=None):
+    """torch_npu.npu_nsa_compress: input (T, N, D), weight (compress_block_size, N); actual_seq_len cumulative ends."""
+    return nsa_compress(input, weight, compress_block_size, compress_stride, actual_seq_len)
+
+
+def npu_nsa_compress_grad(grad, input, weight, compress_block_size, compress_stride, *, actual_seq_len=None):
+    """torch_npu.npu_nsa_compress_grad: (input_grad, weight_grad)."""
+    return _ops.nsa_compress_backward(grad, input, weight, compress_block_size, compress_stride, actual_seq_len)

@@ -1,0 +1,26 @@
+"""Runs the Python package's tests (ctest's python_package): pytest on this directory, with the package from the
+source tree and the libraries of the build tree. Without pytest, NumPy or PyTorch the test reports itself skipped
+(exit status 77), unless PACL_REQUIRE_TORCH=1 (CI), where that is a failure."""
+
+import os
+import sys
+
+
+def main():
+    missing = []
+    for module in ("pytest", "numpy", "torch"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        print(f"cannot run the Python package's tests: no {', '.join(missing)} "
+              "(Debian 12: apt-get install python3-pytest python3-torch)", file=sys.stderr)
+        return 1 if os.environ.get("PACL_REQUIRE_TORCH") == "1" else 77
+    import pytest
+
+    return pytest.main(["-q", "-p", "no:cacheprovider", os.path.dirname(os.path.abspath(__file__))])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

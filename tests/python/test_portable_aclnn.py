@@ -1,0 +1,289 @@
+"""Tests of the Python package against float64 references written here (numpy / PyTorch's own float64 ops)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import portable_aclnn as pa
+from portable_aclnn.compat import mmcv, mx_driving, torch_npu
+
+# Tolerances per dtype for results computed in fp32 and rounded once to the output dtype.
+TOLERANCE = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float64: 1e-12}
+FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def close(actual, expected, dtype, scale=1.0):
+    actual = actual.detach().to(torch.float64).numpy() if isinstance(actual, torch.Tensor) else np.float64(actual)
+    expected = np.asarray(expected, dtype=np.float64)
+    bound = TOLERANCE[dtype] * (scale + np.abs(expected))
+    assert actual.shape == expected.shape
+    assert np.all(np.abs(actual - expected) <= bound), float(np.max(np.abs(actual - expected) - bound))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Scaled masked softmax
+
+def softmax_reference(x, mask, scale):
+    logits = np.where(mask, -10000.0, np.asarray(x, np.float64) * scale)
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_grad_reference(dy, y, mask, scale):
+    dy, y = np.asarray(dy, np.float64), np.asarray(y, np.float64)
+    s = (dy * y).sum(axis=-1, keepdims=True)
+    return np.where(mask, 0.0, scale * y * (dy - s))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_scaled_masked_softmax_forward_and_autograd(dtype):
+    g = torch.Generator().manual_seed(1)
+    x = (torch.rand(2, 3, 5, 40, generator=g) * 8 - 4).to(dtype).requires_grad_()
+    mask = torch.rand(2, 1, 5, 40, generator=g) < 0.3
+    y = pa.scaled_masked_softmax(x, mask, 0.7)
+    expected = softmax_reference(x.detach().double().numpy(), mask.numpy(), 0.7)
+    close(y, expected, dtype, scale=0.0)
+    dy = (torch.rand(2, 3, 5, 40, generator=g) * 2 - 1).to(dtype)
+    y.backward(dy)
+    close(x.grad, softmax_grad_reference(dy.double().numpy(), y.detach().double().numpy(), mask.numpy(), 0.7),
+          dtype, scale=1e-2)
+
+
+def test_scaled_masked_softmax_strided_input_and_fixed_triu_mask():
+    x = torch.randn(2, 3, 30, 6, dtype=torch.float32).transpose(2, 3)  # (2, 3, 6, 30), not contiguous
+    y = pa.scaled_masked_softmax(x, None, 1.5, fixed_triu_mask=True)
+    triu = np.triu(np.ones((6, 30), bool), 1)
+    close(y, softmax_reference(x.numpy(), triu, 1.5), torch.float32, scale=0.0)
+    y_npu = torch_npu.npu_scaled_masked_softmax(x, torch.zeros(1, 1, 6, 30, dtype=torch.bool), 1.5, True)
+    assert torch.equal(y, y_npu)
+
+
+def test_scaled_masked_softmax_backward_function_and_numpy():
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-3, 3, (1, 2, 4, 17)).astype(np.float32)
+    mask = rng.uniform(size=(1, 2, 4, 17)) < 0.2
+    y = pa.scaled_masked_softmax(x, mask, 2.0)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32
+    close(y, softmax_reference(x, mask, 2.0), torch.float32, scale=0.0)
+    dy = rng.uniform(-1, 1, x.shape).astype(np.float32)
+    grad = torch_npu.npu_scaled_masked_softmax_backward(dy, y, mask, 2.0, False)
+    close(grad, softmax_grad_reference(dy, y, mask, 2.0), torch.float32, scale=1e-2)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Grid sampler: PyTorch's own grid_sample in float64 is the reference
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_matches_pytorch_in_float64(mode, padding_mode):
+    g = torch.Generator().manual_seed(3)
+    image = torch.randn(2, 3, 7, 9, generator=g, dtype=torch.float64)
+    grid = torch.rand(2, 5, 4, 2, generator=g, dtype=torch.float64) * 2.4 - 1.2
+    for align in (False, True):
+        ours = pa.grid_sample(image, grid, mode, padding_mode, align)
+        theirs = torch.nn.functional.grid_sample(image, grid, mode, padding_mode, align)
+        close(ours, theirs.numpy(), torch.float64)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_grid_sample_dtypes_strides_and_gradients(dtype):
+    g = torch.Generator().manual_seed(4)
+    image64 = torch.randn(2, 9, 6, 5, generator=g, dtype=torch.float64)
+    grid64 = torch.rand(2, 3, 4, 2, generator=g, dtype=torch.float64) * 2 - 1
+    image = image64.to(dtype).permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2).requires_grad_()  # channels-last
+    grid = grid64.to(dtype).requires_grad_()
+    out = pa.grid_sample(image, grid)
+    ref_image = image.detach().double().requires_grad_()
+    ref_grid = grid.detach().double().requires_grad_()
+    ref = torch.nn.functional.grid_sample(ref_image, ref_grid, align_corners=False)
+    close(out, ref.detach().numpy(), dtype)
+    dy = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    out.backward(dy.to(dtype))
+    ref.backward(dy)
+    close(image.grad, ref_image.grad.numpy(), dtype, scale=1.0)
+    close(grid.grad, ref_grid.grad.numpy(), dtype, scale=10.0)
+
+
+def test_grid_sample_gradcheck_in_double():
+    g = torch.Generator().manual_seed(5)
+    image = torch.randn(1, 2, 5, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    grid = (torch.rand(1, 3, 3, 2, generator=g, dtype=torch.float64) * 1.6 - 0.8).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: pa.grid_sample(a, b, "bilinear", "border", True), (image, grid))
+
+
+def test_grid_sample_backward_function_chooses_outputs():
+    image = torch.randn(1, 2, 4, 4)
+    grid = torch.rand(1, 2, 2, 2) * 2 - 1
+    dy = torch.randn(1, 2, 2, 2)
+    input_grad, grid_grad = pa.grid_sample_backward(dy, image, grid, output_mask=(True, False))
+    assert grid_grad is None and input_grad.shape == image.shape
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Multi-scale deformable attention: the pure-PyTorch formulation in float64 is the reference
+
+def msda_reference(value, shapes, starts, locations, weights):
+    bs, _, nh, c = value.shape
+    _, nq, _, nl, npoints, _ = locations.shape
+    out = torch.zeros(bs, nq, nh, c, dtype=torch.float64)
+    for level, (h, w) in enumerate(shapes.tolist()):
+        start = int(starts[level])
+        level_value = value[:, start:start + h * w].permute(0, 2, 3, 1).reshape(bs * nh, c, h, w)
+        grid = locations[:, :, :, level].permute(0, 2, 1, 3, 4).reshape(bs * nh, nq, npoints, 2) * 2 - 1
+        sampled = torch.nn.functional.grid_sample(level_value, grid, "bilinear", "zeros", False)  # (bs*nh, c, nq, np)
+        attn = weights[:, :, :, level].permute(0, 2, 1, 3).reshape(bs * nh, 1, nq, npoints)
+        out += (sampled * attn).sum(-1).reshape(bs, nh, c, nq).permute(0, 3, 1, 2)
+    return out.reshape(bs, nq, nh * c)
+
+
+def msda_problem(dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    shapes = torch.tensor([[6, 5], [3, 4]], dtype=torch.int64)
+    starts = torch.tensor([0, 30], dtype=torch.int64)
+    value = torch.randn(2, 42, 2, 8, generator=g, dtype=torch.float64).to(dtype)
+    locations = (torch.rand(2, 7, 2, 2, 3, 2, generator=g, dtype=torch.float64) * 1.1 - 0.05).to(dtype)
+    weights = torch.rand(2, 7, 2, 2, 3, generator=g, dtype=torch.float64).to(dtype)
+    return value, shapes, starts, locations, weights
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_msda_forward_and_gradients(dtype):
+    value, shapes, starts, locations, weights = msda_problem(dtype, 6)
+    inputs = [t.clone().requires_grad_() for t in (value, locations, weights)]
+    out = pa.multi_scale_deformable_attn(inputs[0], shapes, starts, inputs[1], inputs[2])
+    refs = [t.detach().double().requires_grad_() for t in inputs]
+    ref = msda_reference(refs[0], shapes, starts, refs[1], refs[2])
+    close(out, ref.detach().numpy(), dtype, scale=1.0)
+    dy = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    out.backward(dy.to(dtype))
+    ref.backward(dy)
+    for ours, theirs, scale in zip(inputs, refs, (1.0, 30.0, 4.0)):
+        close(ours.grad, theirs.grad.numpy(), dtype, scale=scale)
+
+
+def test_msda_compat_names_agree():
+    value, shapes, starts, locations, weights = msda_problem(torch.float32, 8)
+    a = pa.multi_scale_deformable_attn(value, shapes, starts, locations, weights)
+    b = mx_driving.multi_scale_deformable_attn(value, shapes, starts, locations, weights)
+    c = mmcv.MultiScaleDeformableAttnFunction.apply(value, shapes, starts, locations, weights, 64)
+    assert torch.equal(a, b) and torch.equal(a, c)
+    ga, gl, gw = pa.multi_scale_deformable_attn_backward(value, shapes, starts, locations, weights, torch.ones_like(a))
+    assert ga.shape == value.shape and gl.shape == locations.shape and gw.shape == weights.shape
+
+
+# --------------------------------------------------------------------------------------------------------------
+# NsaCompress
+
+def nsa_reference(x, weight, block, stride, ends):
+    rows, start = [], 0
+    for end in ends:
+        for first in range(start, end - block + 1, stride):
+            rows.append(np.einsum("jn,jnd->nd", weight, x[first:first + block]))
+        start = end
+    return np.stack(rows) if rows else np.zeros((0,) + x.shape[1:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_nsa_compress_forward_and_gradients(dtype):
+    g = torch.Generator().manual_seed(9)
+    ends = [40, 40, 100]
+    x = torch.randn(100, 2, 24, generator=g).to(dtype).requires_grad_()
+    weight = (torch.rand(32, 2, generator=g) / 8).to(dtype).requires_grad_()
+    out = pa.nsa_compress(x, weight, 32, 16, ends)
+    x64, w64 = x.detach().double().numpy(), weight.detach().double().numpy()
+    close(out, nsa_reference(x64, w64, 32, 16, ends), dtype, scale=1.0)
+    dy = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    out.backward(dy.to(dtype))
+    # Gradients of the linear map from its reference, by autograd of a float64 torch formulation.
+    x_ref = torch.tensor(x64, requires_grad=True)
+    w_ref = torch.tensor(w64, requires_grad=True)
+    blocks, start = [], 0
+    for end in ends:
+        for first in range(start, end - 32 + 1, 16):
+            blocks.append(torch.einsum("jn,jnd->nd", w_ref, x_ref[first:first + 32]))
+        start = end
+    torch.stack(blocks).backward(dy)
+    close(x.grad, x_ref.grad.numpy(), dtype, scale=1.0)
+    close(weight.grad, w_ref.grad.numpy(), dtype, scale=float(np.abs(w_ref.grad.numpy()).max()))
+    compat = torch_npu.npu_nsa_compress(x.detach(), weight.detach(), 32, 16, actual_seq_len=ends)
+    assert torch.equal(compat, out.detach())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Errors
+
+def test_errors_name_the_rule():
+    with pytest.raises(ValueError, match="mode must be one of"):
+        pa.grid_sample(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 1, 2), mode="linear")
+    with pytest.raises(pa.AclnnError) as error:
+        pa.nsa_compress(torch.zeros(64, 1, 16), torch.zeros(32, 1), 32, 16)  # FLOAT: FLOAT16/BFLOAT16 only
+    assert error.value.status == 161002 and "aclnnNsaCompress" in str(error.value)
+    with pytest.raises(pa.AclnnError) as error:
+        pa.scaled_masked_softmax(torch.zeros(1, 1, 2, 3), torch.zeros(1, 1, 2, 4, dtype=torch.bool))
+    assert error.value.status == 161002 and "mask" in error.value.message
+    with pytest.raises(TypeError, match="expected a torch.Tensor or numpy.ndarray"):
+        pa.scaled_masked_softmax([[1.0]], None, fixed_triu_mask=True)
+
+
+def test_numpy_works_without_torch():
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import numpy as np, portable_aclnn as pa\n"
+            "y = pa.scaled_masked_softmax(np.zeros((1, 1, 2, 4), np.float32), np.zeros((1, 1, 2, 4), bool))\n"
+            "assert np.allclose(y, 0.25), y\n"
+            "print('ok')\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The command-line tool
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "portable_aclnn", *args], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ))
+
+
+def test_cli_runs_on_npy_and_raw_files_and_compares(tmp_path):
+    rng = np.random.default_rng(10)
+    x = rng.uniform(-2, 2, (2, 2, 3, 20)).astype(np.float16)
+    mask = rng.uniform(size=(2, 1, 3, 20)) < 0.3
+    np.save(tmp_path / "x.npy", x)
+    mask.tofile(tmp_path / "mask.bin")
+    result = cli("run", "scaled_masked_softmax", "--input", f"x={tmp_path / 'x.npy'}",
+                 "--input", f"mask={tmp_path / 'mask.bin'}:shape=2x1x3x20:dtype=bool", "--attr", "scale=0.5",
+                 "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    y = np.load(tmp_path / "out" / "y.npy")
+    golden = softmax_reference(x, mask, 0.5)
+    np.save(tmp_path / "golden.npy", golden)
+    passed = cli("compare", str(tmp_path / "out" / "y.npy"), str(tmp_path / "golden.npy"))
+    assert passed.returncode == 0 and "PASS" in passed.stdout, passed.stdout + passed.stderr
+    np.save(tmp_path / "wrong.npy", (golden * 1.01).astype(np.float16))
+    failed = cli("compare", str(tmp_path / "wrong.npy"), str(tmp_path / "golden.npy"))
+    assert failed.returncode == 1 and "FAIL" in failed.stdout
+    close(y, golden, torch.float16, scale=0.0)
+
+
+def test_cli_case_file_and_errors(tmp_path):
+    rng = np.random.default_rng(11)
+    np.save(tmp_path / "input.npy", rng.standard_normal((1, 2, 5, 6)))
+    np.save(tmp_path / "grid.npy", rng.uniform(-1, 1, (1, 3, 4, 2)))
+    (tmp_path / "case.json").write_text(json.dumps({
+        "op": "grid_sample", "inputs": {"input": "input.npy", "grid": "grid.npy"},
+        "attrs": {"mode": "bicubic", "align_corners": True}, "output_dir": "results"}))
+    result = cli("run", "--case", str(tmp_path / "case.json"))
+    assert result.returncode == 0, result.stderr
+    ours = np.load(tmp_path / "results" / "output.npy")
+    theirs = torch.nn.functional.grid_sample(torch.from_numpy(np.load(tmp_path / "input.npy")),
+                                             torch.from_numpy(np.load(tmp_path / "grid.npy")), "bicubic", "zeros",
+                                             True)
+    close(ours, theirs.numpy(), torch.float64)
+    bad = cli("run", "grid_sample", "--input", f"input={tmp_path / 'input.npy'}")
+    assert bad.returncode == 2 and "missing ['grid']" in bad.stderr
+    assert cli("--help").returncode == 0 and "examples:" in cli("--help").stdout
+    assert "nsa_compress_backward" in cli("list").stdout
