@@ -47,8 +47,8 @@ class GridSampleFunction(torch.autograd.Function):
 class MultiScaleDeformableAttnFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, value, spatial_shapes, level_start_index, sampling_locations, attention_weights):
-        spatial_shapes = _ops._index_tensor(spatial_shapes, value, "value_spatial_shapes")
-        level_start_index = _ops._index_tensor(level_start_index, value, "value_level_start_index")
+        spatial_shapes = _ops._index_tensor(spatial_shapes, value)
+        level_start_index = _ops._index_tensor(level_start_index, value)
         ctx.save_for_backward(value, spatial_shapes, level_start_index, sampling_locations, attention_weights)
         return _ops.multi_scale_deformable_attn(value, spatial_shapes, level_start_index, sampling_locations,
                                                 attention_weights)

@@ -91,7 +91,7 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
     return (input_grad if output_mask[0] else None), (grid_grad if output_mask[1] else None)
 
 
-def _index_tensor(array, reference, name):
+def _index_tensor(array, reference):
     """spatial_shapes / level_start_index as an int tensor of the reference's kind (lists accepted)."""
     if is_torch(array) or isinstance(array, np.ndarray):
         return array
@@ -109,8 +109,8 @@ def multi_scale_deformable_attn(value, value_spatial_shapes, value_level_start_i
     (bs, nq, nh, nl, np); returns (bs, nq, nh * c)."""
     require_array(value, "value")
     require_array(sampling_locations, "sampling_locations")
-    shapes = _index_tensor(value_spatial_shapes, value, "value_spatial_shapes")
-    starts = _index_tensor(value_level_start_index, value, "value_level_start_index")
+    shapes = _index_tensor(value_spatial_shapes, value)
+    starts = _index_tensor(value_level_start_index, value)
     if len(value.shape) != 4 or len(sampling_locations.shape) != 6:
         raise ValueError(f"value must be 4-D (bs, nk, nh, c) and sampling_locations 6-D (bs, nq, nh, nl, np, 2), "
                          f"got {tuple(value.shape)} and {tuple(sampling_locations.shape)}")
@@ -128,8 +128,8 @@ def multi_scale_deformable_attn(value, value_spatial_shapes, value_level_start_i
 def multi_scale_deformable_attn_backward(value, value_spatial_shapes, value_level_start_index, sampling_locations,
                                          attention_weights, grad_output):
     """(grad_value, grad_sampling_locations, grad_attention_weights) of multi_scale_deformable_attn."""
-    shapes = _index_tensor(value_spatial_shapes, value, "value_spatial_shapes")
-    starts = _index_tensor(value_level_start_index, value, "value_level_start_index")
+    shapes = _index_tensor(value_spatial_shapes, value)
+    starts = _index_tensor(value_level_start_index, value)
     grad_value = empty_like_kind(value, tuple(value.shape))
     grad_location = empty_like_kind(sampling_locations, tuple(sampling_locations.shape))
     grad_attn = empty_like_kind(attention_weights, tuple(attention_weights.shape))

@@ -119,8 +119,8 @@ def int_array(values):
     return _HostArray(values, ctypes.c_int64, api().aclCreateIntArray, api().aclDestroyIntArray)
 
 
-def empty_like_kind(reference, shape, dtype=None):
-    """A new uninitialised array of shape, of reference's kind (torch or NumPy) and dtype unless given."""
+def empty_like_kind(reference, shape):
+    """A new uninitialised array of shape, of reference's kind (torch or NumPy), dtype and device."""
     if is_torch(reference):
-        return torch.empty(shape, dtype=dtype or reference.dtype, device=reference.device)
-    return np.empty(shape, dtype=dtype or reference.dtype)
+        return torch.empty(shape, dtype=reference.dtype, device=reference.device)
+    return np.empty(shape, dtype=reference.dtype)
