@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# The whole GPU run, on a machine with an NVIDIA GPU (the device tool's), in stages that fit the tool's 10 minutes
-# per command and accumulate across calls on the same warm machine (the build folder and the results stay there):
-#   build       unpack .gpu-debs (scripts/gpu_deps.sh made them), configure and build with the CUDA backend (sm_90)
-#   tests       the CUDA device tests; the operator tests and the conformance table on the GPU (every test that is
-#               not CPU-only runs there); the runtime, base, conformance and operator tests on the CPU
-#   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it
+# The whole GPU run, on a machine with an NVIDIA GPU (the device tool's), in stages that accumulate across calls on
+# the same machine (the build folder and the results stay there):
+#   build       unpack .gpu-debs (scripts/gpu_deps.sh made them), configure and build with the CUDA backend (sm_90),
+#               unless the build folder already holds a build whose CUDA device tests start (one built here and
+#               carried: see below)
+#   tests       the CUDA device tests; the operator tests, the conformance table and the concurrency and lifecycle
+#               tests on the GPU (every test that is not CPU-only runs there)
 #   bench       the allocator benchmark on both devices; the operators against PyTorch CUDA (bench/cuda/gpu_bench.py)
+#   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it
+#   cputests    the runtime, base, conformance and operator tests on the CPU of that machine
 # Every call then writes docs/cuda.md (and docs/cuda_bench.json) from all results so far, and copies them and the log
-# under $OUT.
+# under $OUT. A suite that outlives PACL_SUITE_TIMEOUT seconds (default 600), or the time left before
+# PACL_DEADLINE (seconds since the epoch, optional), is stopped and recorded as timed out, so that one call of the
+# device tool always brings back a report.
 #
-#   PACL_COMMIT=<commit> scripts/gpu_check.sh [stage ...]      (default: build tests sanitizers bench)
+#   PACL_COMMIT=<commit> scripts/gpu_check.sh [stage ...]      (default: build tests bench sanitizers cputests)
 #
-# Device calls (the device tool), carry [".gpu-debs"]:
-#   "PACL_COMMIT=abc1234 bash scripts/gpu_check.sh build tests", then "... bash scripts/gpu_check.sh sanitizers bench"
-# Copy $OUT/cuda.md and $OUT/cuda_bench.json into docs/ here and commit them.
+# One device call (the device tool gives about 15 minutes a session, machine start included), with a build made
+# here (cmake -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90, in
+# /work/main) carried: carry [".gpu-debs", "build-cuda"], command
+#   "mkdir -p /work && ln -sfn $PWD /work/main && PACL_COMMIT=abc1234 PACL_GPU_BUILD=/work/main/build-cuda
+#    PACL_DEADLINE=$(($(date +%s)+560)) bash scripts/gpu_check.sh", timeout_s 600
+# (the link gives the carried binaries their run path). Copy $OUT/cuda.md and $OUT/cuda_bench.json into docs/.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${PACL_GPU_BUILD:-${root}/build-gpu}"
 out="${OUT:-${root}/out}"
 stages=("$@")
-[[ ${#stages[@]} == 0 ]] && stages=(build tests sanitizers bench)
+[[ ${#stages[@]} == 0 ]] && stages=(build tests bench sanitizers cputests)
 mkdir -p "${out}" "${build}"
 log="${out}/gpu_check.log"
 touch "${log}"
@@ -46,16 +54,73 @@ fi
 export CMAKE_PREFIX_PATH="${prefix}/usr:${CMAKE_PREFIX_PATH:-}"
 export LD_LIBRARY_PATH="${prefix}/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 
-if wants build; then
+# Seconds a suite may run: PACL_SUITE_TIMEOUT, less if PACL_DEADLINE comes sooner (20 s kept for the report).
+suite_seconds() {
+  local limit="${PACL_SUITE_TIMEOUT:-600}"
+  if [[ -n "${PACL_DEADLINE:-}" ]]; then
+    local left=$((PACL_DEADLINE - $(date +%s) - 20))
+    ((left < limit)) && limit="${left}"
+  fi
+  ((limit < 1)) && limit=1
+  echo "${limit}"
+}
+
+# Writes docs/cuda.md from all results so far and copies it (and the figures) under $OUT; run after every stage, so
+# that a call stopped by its time limit still brings back the report of the stages it finished.
+write_report() {
+  gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  # The device machine gets a copy of the working tree without .git: pass PACL_COMMIT=$(git rev-parse --short HEAD).
+  commit="${PACL_COMMIT:-$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  dirty="$(git -C "${root}" status --porcelain 2>/dev/null | grep -c . || true)"
+  {
+    echo "# The CUDA device: the last GPU run"
+    echo
+    echo "Written by \`scripts/gpu_check.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Rerun it on a GPU machine to refresh"
+    echo "it."
+    echo
+    echo "- GPU: ${gpu:-unknown} (name, memory, driver)"
+    echo "- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+    echo "- commit: ${commit}$([[ "${dirty}" != 0 ]] && echo " with ${dirty} changed files")"
+    echo
+    echo "| suite | result |"
+    echo "| --- | --- |"
+    cat "${results}"
+    if [[ -f "${build}/gpu_allocator.md" ]]; then
+      echo
+      cat "${build}/gpu_allocator.md"
+    fi
+    if [[ -f "${build}/gpu_operators.md" ]]; then
+      echo
+      echo "## The operators against PyTorch CUDA"
+      echo
+      echo "\`bench/cuda/gpu_bench.py\` (raw figures: docs/cuda_bench.json): each call timed with a repeatable executor"
+      echo "and a reused workspace, queued back to back, best of 5 rounds; GB/s counts every input and output once; the"
+      echo "copy bandwidth is a 1 GiB device-to-device copy measured in the same run. Backward rows are the"
+      echo "deterministic implementation (the default) unless they say atomic (ACL_OPT_DETERMINISTIC off)."
+      echo
+      cat "${build}/gpu_operators.md"
+    fi
+  } > "${root}/docs/cuda.md"
+  cp "${root}/docs/cuda.md" "${out}/cuda.md"
+  [[ -f "${root}/docs/cuda_bench.json" ]] && cp "${root}/docs/cuda_bench.json" "${out}/cuda_bench.json"
+  cat "${root}/docs/cuda.md"
+}
+
+if wants build && "${build}/tests/cuda_device_tests" --gtest_list_tests > /dev/null 2>&1; then
+  step "build: ${build} already holds a build whose CUDA device tests start; not rebuilding"
+  set_result "build" "carried, built elsewhere with the same nvcc"
+elif wants build; then
   step "configure (PACL_CUDA=ON, sm_90)"
   run cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_WARNINGS_AS_ERRORS=ON -DPACL_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 || exit 1
+    -DCMAKE_CUDA_ARCHITECTURES=90 || { set_result "build" "FAILED: configure"; write_report; exit 1; }
   step "build"
   if run cmake --build "${build}" -j "$(nproc)"; then set_result "build" "passed"; else
     set_result "build" "FAILED"
+    write_report
     exit 1
   fi
 fi
+write_report
 
 # Runs a gtest suite and records "passed", "passed, N skipped" or "FAILED". A suite meant for the GPU that skips
 # everything (device 0 is not a GPU: no driver, or a build without CUDA) has not run: it is recorded as FAILED.
@@ -63,13 +128,19 @@ record() {  # name, must_run_on_gpu (yes/no), command...
   local name="$1" must_run="$2"
   shift 2
   step "${name}"
-  local suite_log="${out}/suite.log"
-  "$@" 2>&1 | tee "${suite_log}" | tee -a "${log}" > /dev/null
+  local suite_log="${out}/suite.log" seconds start
+  seconds="$(suite_seconds)"
+  start="$(date +%s)"
+  timeout "${seconds}" "$@" 2>&1 | tee "${suite_log}" | tee -a "${log}" > /dev/null
   local code="${PIPESTATUS[0]}"
+  local took="$(($(date +%s) - start)) s"
   local skipped ran
   skipped="$(grep -oE '^\[  SKIPPED \] [0-9]+ test' "${suite_log}" | grep -oE '[0-9]+' | head -1)"
   ran="$(grep -oE '^\[==========\] [0-9]+ test' "${suite_log}" | grep -oE '[0-9]+' | tail -1)"
-  if [[ "${code}" != 0 ]]; then
+  if [[ "${code}" == 124 ]]; then
+    set_result "${name}" "TIMED OUT after ${seconds} s"
+    status=1
+  elif [[ "${code}" != 0 ]]; then
     local failed
     failed="$(grep -E '^\[  FAILED  \] [A-Za-z]' "${suite_log}" | head -5 | sed 's/^\[  FAILED  \] //' | tr '\n' ' ')"
     set_result "${name}" "FAILED (exit ${code}) ${failed}"
@@ -78,9 +149,9 @@ record() {  # name, must_run_on_gpu (yes/no), command...
     set_result "${name}" "FAILED: all ${ran} skipped (device 0 is not a GPU?)"
     status=1
   elif [[ -n "${skipped}" ]]; then
-    set_result "${name}" "passed, ${skipped} of ${ran} skipped"
+    set_result "${name}" "passed, ${skipped} of ${ran} skipped (${took})"
   else
-    set_result "${name}" "passed (${ran:-?} tests)"
+    set_result "${name}" "passed (${ran:-?} tests, ${took})"
   fi
   rm -f "${suite_log}"
 }
@@ -95,31 +166,15 @@ if wants tests; then
     --gtest_brief=1
   record "runtime tests on the GPU device table" no "${build}/tests/runtime_tests" \
     --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
-  record "runtime tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
-  record "base tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
-  record "conformance table, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/system/conformance_tests" \
-    --gtest_brief=1
-  record "operator tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
 fi
-
-if wants sanitizers; then
-  if command -v compute-sanitizer > /dev/null; then
-    sanitize() { env ACLNN_DEVICE=cuda compute-sanitizer --tool "$1" --error-exitcode 1 "${@:2}"; }
-    record "compute-sanitizer memcheck: CUDA device tests" yes sanitize memcheck "${build}/tests/cuda_device_tests"
-    record "compute-sanitizer memcheck: conformance table" yes sanitize memcheck \
-      "${build}/tests/system/conformance_tests" --gtest_brief=1
-    record "compute-sanitizer racecheck: conformance table" yes sanitize racecheck \
-      "${build}/tests/system/conformance_tests" --gtest_brief=1
-  else
-    set_result "compute-sanitizer" "not installed"
-  fi
-fi
+write_report
 
 if wants bench; then
   step "allocator benchmark"
   allocator_bench() {  # ACLNN_DEVICE value: the summary line, or what failed
     local output
-    output="$(ACLNN_DEVICE="$1" "${build}/bench/allocator_bench" --benchmark_min_time=0.2 --benchmark_color=false 2>&1 |
+    output="$(ACLNN_DEVICE="$1" timeout "$(suite_seconds)" "${build}/bench/allocator_bench" \
+      --benchmark_min_time=0.2 --benchmark_color=false 2>&1 |
       sed 's/\x1b\[[0-9;]*m//g')"
     echo "${output}" >> "${log}"
     echo "${output}" | grep -E 'speedup' | tail -1 | grep . ||
@@ -133,7 +188,8 @@ if wants bench; then
     echo "- CPU (ACLNN_DEVICE=cpu): $(allocator_bench cpu)"
   } > "${build}/gpu_allocator.md"
   step "operator benchmark against PyTorch CUDA (bench/cuda/gpu_bench.py)"
-  if python3 "${root}/bench/cuda/gpu_bench.py" "${build}" --json "${root}/docs/cuda_bench.json" \
+  if timeout "$(suite_seconds)" python3 -u "${root}/bench/cuda/gpu_bench.py" "${build}" \
+    --json "${root}/docs/cuda_bench.json" \
     > "${build}/gpu_operators.md" 2>> "${log}"; then
     set_result "operator benchmark (gpu_bench.py)" "ran"
   else
@@ -142,41 +198,31 @@ if wants bench; then
   fi
   cat "${build}/gpu_operators.md" >> "${log}"
 fi
+write_report
 
-gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
-# The device machine gets a copy of the working tree without .git: pass PACL_COMMIT=$(git rev-parse --short HEAD).
-commit="${PACL_COMMIT:-$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
-dirty="$(git -C "${root}" status --porcelain 2>/dev/null | grep -c . || true)"
-{
-  echo "# The CUDA device: the last GPU run"
-  echo
-  echo "Written by \`scripts/gpu_check.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'). Rerun it on a GPU machine to refresh"
-  echo "it."
-  echo
-  echo "- GPU: ${gpu:-unknown} (name, memory, driver)"
-  echo "- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
-  echo "- commit: ${commit}$([[ "${dirty}" != 0 ]] && echo " with ${dirty} changed files")"
-  echo
-  echo "| suite | result |"
-  echo "| --- | --- |"
-  cat "${results}"
-  if [[ -f "${build}/gpu_allocator.md" ]]; then
-    echo
-    cat "${build}/gpu_allocator.md"
+if wants sanitizers; then
+  if command -v compute-sanitizer > /dev/null; then
+    sanitize=(env ACLNN_DEVICE=cuda compute-sanitizer --error-exitcode 1 --tool)
+    record "compute-sanitizer memcheck: CUDA device tests" yes "${sanitize[@]}" memcheck \
+      "${build}/tests/cuda_device_tests"
+    record "compute-sanitizer memcheck: conformance table" yes "${sanitize[@]}" memcheck \
+      "${build}/tests/system/conformance_tests" --gtest_brief=1
+    record "compute-sanitizer racecheck: conformance table" yes "${sanitize[@]}" racecheck \
+      "${build}/tests/system/conformance_tests" --gtest_brief=1
+  else
+    set_result "compute-sanitizer" "not installed"
   fi
-  if [[ -f "${build}/gpu_operators.md" ]]; then
-    echo
-    echo "## The operators against PyTorch CUDA"
-    echo
-    echo "\`bench/cuda/gpu_bench.py\` (raw figures: docs/cuda_bench.json): each call timed with a repeatable executor"
-    echo "and a reused workspace, queued back to back, best of 5 rounds; GB/s counts every input and output once; the"
-    echo "copy bandwidth is a 1 GiB device-to-device copy measured in the same run. Backward rows are the deterministic"
-    echo "implementation (the default) unless they say atomic (ACL_OPT_DETERMINISTIC off)."
-    echo
-    cat "${build}/gpu_operators.md"
-  fi
-} > "${root}/docs/cuda.md"
-cp "${root}/docs/cuda.md" "${out}/cuda.md"
-[[ -f "${root}/docs/cuda_bench.json" ]] && cp "${root}/docs/cuda_bench.json" "${out}/cuda_bench.json"
+fi
+write_report
+
+if wants cputests; then
+  record "runtime tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/runtime_tests"
+  record "base tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/base_tests"
+  record "conformance table, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/system/conformance_tests" \
+    --gtest_brief=1
+  record "operator tests, ACLNN_DEVICE=cpu" no env ACLNN_DEVICE=cpu "${build}/tests/op_tests" --gtest_brief=1
+fi
+write_report
+
 cat "${root}/docs/cuda.md"
 exit "${status}"
