@@ -221,13 +221,13 @@ TEST_F(EventTest, AsyncCopyAndSetRunInStreamOrder) {
   for (size_t i = 0; i < kBytes; ++i) host[i] = static_cast<unsigned char>(i * 7 + 3);
   void* device = nullptr;
   ASSERT_EQ(aclrtMalloc(&device, kBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  std::memset(device, 0, kBytes);
+  ASSERT_EQ(aclrtMemset(device, kBytes, 0, kBytes), ACL_SUCCESS);
   std::shared_ptr<Gate> gate = Block(stream_);
   ASSERT_EQ(aclrtMemcpyAsync(device, kBytes, host.data(), kBytes, ACL_MEMCPY_HOST_TO_DEVICE, stream_), ACL_SUCCESS);
   ASSERT_EQ(aclrtMemsetAsync(static_cast<char*>(device) + 100, kBytes - 100, 0xEE, 50, stream_), ACL_SUCCESS);
   ASSERT_EQ(aclrtMemcpyAsync(back.data(), kBytes, device, kBytes, ACL_MEMCPY_DEVICE_TO_HOST, stream_), ACL_SUCCESS);
   ASSERT_EQ(aclrtRecordEvent(event_, stream_), ACL_SUCCESS);
-  EXPECT_EQ(static_cast<unsigned char*>(device)[5], 0);  // nothing ran yet
+  EXPECT_EQ(back[5], 0);  // nothing ran yet (host[5] is not 0)
   gate->Open();
   ASSERT_EQ(aclrtSynchronizeEvent(event_), ACL_SUCCESS);
   for (size_t i = 0; i < kBytes; ++i) {

@@ -84,8 +84,18 @@ class CudaDevice final : public Backend {
                  "cudaMemcpyAsync", error);
   }
 
+  // dst must be memory the GPU can write: device, managed or pinned host memory. Pageable host memory is refused
+  // here, since a system with HMM accepts it in cudaMemset and then faults on the GPU, which poisons the context.
   aclError Fill(void* dst, int value, size_t count, void* native_stream, std::string* error) override {
     if (count == 0) return ACL_SUCCESS;
+    cudaPointerAttributes attributes{};
+    if (aclError status = Check(cudaPointerGetAttributes(&attributes, dst), "cudaPointerGetAttributes", error)) {
+      return status;
+    }
+    if (attributes.type == cudaMemoryTypeUnregistered) {
+      if (error != nullptr) *error = "devPtr is pageable host memory, which the GPU cannot write: use aclrtMalloc";
+      return ACL_ERROR_INVALID_PARAM;
+    }
     if (native_stream == nullptr) return Check(cudaMemset(dst, value, count), "cudaMemset", error);
     return Check(cudaMemsetAsync(dst, value, count, static_cast<cudaStream_t>(native_stream)), "cudaMemsetAsync",
                  error);

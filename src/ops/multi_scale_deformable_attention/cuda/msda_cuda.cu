@@ -8,8 +8,10 @@
 //
 // Layout: a row is one (image, query, head); one warp per row, lane j owning channels j, j + 32, ... (c <= 256: at
 // most 8 per lane, held in registers), so value rows (b, key, h, :) and output / gradOutput rows are read with
-// adjacent lanes on adjacent channels. Every lane computes the corners of the row's points itself (they are cheap,
-// and the same in every lane).
+// adjacent lanes on adjacent channels. The row's points are taken 32 at a time: lane i loads point i's location
+// and attention weight and computes its corners, all lanes at once, and the warp then walks the points in order,
+// each lane receiving point i's corners by shuffle from lane i, so that the loads of a row are in flight together
+// rather than one dependent chain per point.
 // Forward: out = sum over levels, points (ascending), corners k = 0..3 of (attn * weight) * value.
 // Backward, per row: each lane sums over its channels, per point, gradOutput * (the corners' values combined with
 // their weights / x derivatives / y derivatives); a warp butterfly adds the lanes' sums (the same bits in every
@@ -114,29 +116,64 @@ __device__ __forceinline__ Row RowOf(const MsdaShape& s, int64_t row) {
   return r;
 }
 
+// Point `index` (level-major: index = level * points + point) of a row, loaded by the lane that owns it; a lane
+// past the row's points holds a dropped point.
+template <class Storage>
+__device__ __forceinline__ Point LoadLanePoint(const MsdaShape& s, const MsdaInputs& in, const LevelMap* maps,
+                                               const Row& r, int64_t index) {
+  Point point{};
+  if (index < s.levels * s.points) {
+    const int64_t l = index / s.points;
+    point = LoadPoint<Storage>(s, in, maps[l], r.b, r.q, r.h, l, index % s.points);
+  }
+  if (!point.kept) {
+    for (int k = 0; k < 4; ++k) point.corners.key[k] = -1;
+    point.attn = 0.0f;
+  }
+  return point;
+}
+
+// Element index of value(b, 0, h, 0): a corner's element is this + key * strides[1] + c * strides[3].
+__device__ __forceinline__ int64_t ValuePlane(const TensorDesc& v, const Row& r) {
+  return v.offset + r.b * v.strides[0] + r.h * v.strides[2];
+}
+
 template <class Storage>
 __global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p, int64_t rows) {
   __shared__ LevelMap maps[kMaxLevels];
   const MsdaShape& s = p.shape;
   LoadLevels(p.in, s.levels, maps);
   const int lane = threadIdx.x % 32;
+  const int64_t row_points = s.levels * s.points;
+  const TensorDesc& value = p.in.value;
   for (int64_t row = int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32; row < rows;
        row += int64_t{gridDim.x} * kRowsPerBlock) {
     const Row r = RowOf(s, row);
+    const int64_t plane = ValuePlane(value, r);
     float sum[kMaxChannelsPerLane] = {};
-    for (int64_t l = 0; l < s.levels; ++l) {
-      for (int64_t pt = 0; pt < s.points; ++pt) {
-        const Point point = LoadPoint<Storage>(s, p.in, maps[l], r.b, r.q, r.h, l, pt);
-        if (!point.kept) continue;
+    for (int64_t first = 0; first < row_points; first += 32) {
+      const Point mine = LoadLanePoint<Storage>(s, p.in, maps, r, first + lane);
+      float mine_w[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) mine_w[k] = mine.attn * mine.corners.weight[k];
+      const int count = row_points - first < 32 ? static_cast<int>(row_points - first) : 32;
+      for (int i = 0; i < count; ++i) {
+        int64_t key[4];
+        float w[4];
+#pragma unroll
         for (int k = 0; k < 4; ++k) {
-          const int64_t key = point.corners.key[k];
-          if (key < 0) continue;
-          const float w = point.attn * point.corners.weight[k];
+          key[k] = __shfl_sync(0xffffffffu, mine.corners.key[k], i);
+          w[k] = __shfl_sync(0xffffffffu, mine_w[k], i);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (key[k] < 0) continue;
+          const int64_t at = plane + key[k] * value.strides[1];
 #pragma unroll
           for (int j = 0; j < kMaxChannelsPerLane; ++j) {
             const int64_t c = lane + 32 * j;
             if (c >= s.channels) continue;
-            sum[j] += w * cuda::Load<Storage>(p.in.value, ValueElement(p.in.value, r.b, key, r.h, c));
+            sum[j] += w[k] * cuda::Load<Storage>(value, at + c * value.strides[3]);
           }
         }
       }
@@ -156,9 +193,12 @@ __global__ void __launch_bounds__(kThreads) RowGradKernel(const BackwardParams p
   const MsdaShape& s = p.shape;
   LoadLevels(p.in, s.levels, maps);
   const int lane = threadIdx.x % 32;
+  const int64_t row_points = s.levels * s.points;
+  const TensorDesc& value = p.in.value;
   for (int64_t row = int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32; row < rows;
        row += int64_t{gridDim.x} * kRowsPerBlock) {
     const Row r = RowOf(s, row);
+    const int64_t plane = ValuePlane(value, r);
     float g[kMaxChannelsPerLane];
 #pragma unroll
     for (int j = 0; j < kMaxChannelsPerLane; ++j) {
@@ -167,42 +207,70 @@ __global__ void __launch_bounds__(kThreads) RowGradKernel(const BackwardParams p
                  ? cuda::Load<Storage>(p.grad_output.desc, HeadRowElement(p.grad_output, r.b, r.q, r.h, c))
                  : 0.0f;
     }
-    for (int64_t l = 0; l < s.levels; ++l) {
-      for (int64_t pt = 0; pt < s.points; ++pt) {
-        const Point point = LoadPoint<Storage>(s, p.in, maps[l], r.b, r.q, r.h, l, pt);
-        float by_weight = 0.0f;
-        float by_dx = 0.0f;
-        float by_dy = 0.0f;
+    for (int64_t first = 0; first < row_points; first += 32) {
+      const Point mine = LoadLanePoint<Storage>(s, p.in, maps, r, first + lane);
+      // The warp's sums for this lane's point, kept by the lane when the warp reaches it.
+      float mine_by_weight = 0.0f;
+      float mine_by_dx = 0.0f;
+      float mine_by_dy = 0.0f;
+      const int count = row_points - first < 32 ? static_cast<int>(row_points - first) : 32;
+      for (int i = 0; i < count; ++i) {
+        PointCorners corners;
+#pragma unroll
         for (int k = 0; k < 4; ++k) {
-          const int64_t key = point.corners.key[k];
-          if (key < 0) continue;
-          float dot = 0.0f;
+          corners.key[k] = __shfl_sync(0xffffffffu, mine.corners.key[k], i);
+          corners.weight[k] = __shfl_sync(0xffffffffu, mine.corners.weight[k], i);
+          corners.d_dx[k] = __shfl_sync(0xffffffffu, mine.corners.d_dx[k], i);
+          corners.d_dy[k] = __shfl_sync(0xffffffffu, mine.corners.d_dy[k], i);
+        }
+        const float attn = kAtomic ? __shfl_sync(0xffffffffu, mine.attn, i) : 0.0f;
+        float dot[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          dot[k] = 0.0f;
+          if (corners.key[k] < 0) continue;
+          const int64_t at = plane + corners.key[k] * value.strides[1];
 #pragma unroll
           for (int j = 0; j < kMaxChannelsPerLane; ++j) {
             const int64_t c = lane + 32 * j;
             if (c >= s.channels) continue;
-            dot = fmaf(g[j], cuda::Load<Storage>(p.in.value, ValueElement(p.in.value, r.b, key, r.h, c)), dot);
+            dot[k] = fmaf(g[j], cuda::Load<Storage>(value, at + c * value.strides[3]), dot[k]);
             if (kAtomic) {
-              atomicAdd(sums + ((r.b * s.heads + r.h) * s.keys + key) * s.channels + c,
-                        (point.attn * point.corners.weight[k]) * g[j]);
+              atomicAdd(sums + ((r.b * s.heads + r.h) * s.keys + corners.key[k]) * s.channels + c,
+                        (attn * corners.weight[k]) * g[j]);
             }
           }
-          by_weight = fmaf(point.corners.weight[k], dot, by_weight);
-          by_dx = fmaf(point.corners.d_dx[k], dot, by_dx);
-          by_dy = fmaf(point.corners.d_dy[k], dot, by_dy);
+        }
+        float by_weight = 0.0f;
+        float by_dx = 0.0f;
+        float by_dy = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (corners.key[k] < 0) continue;
+          by_weight = fmaf(corners.weight[k], dot[k], by_weight);
+          by_dx = fmaf(corners.d_dx[k], dot[k], by_dx);
+          by_dy = fmaf(corners.d_dy[k], dot[k], by_dy);
         }
         by_weight = cuda::WarpSum(by_weight);
         by_dx = cuda::WarpSum(by_dx);
         by_dy = cuda::WarpSum(by_dy);
-        if (lane == 0) {
-          // A dropped point has no valid corner: all three sums are 0 and so are its gradients.
-          const TensorDesc& attn_grad = p.grad_attn_weight;
-          cuda::Store<Storage>(attn_grad, PointElement(attn_grad, r.b, r.q, r.h, l, pt), by_weight);
-          const TensorDesc& loc_grad = p.grad_location;
-          const int64_t at = PointElement(loc_grad, r.b, r.q, r.h, l, pt);
-          cuda::Store<Storage>(loc_grad, at, by_dx * (point.attn * point.width));
-          cuda::Store<Storage>(loc_grad, at + loc_grad.strides[5], by_dy * (point.attn * point.height));
+        if (lane == i) {
+          mine_by_weight = by_weight;
+          mine_by_dx = by_dx;
+          mine_by_dy = by_dy;
         }
+      }
+      const int64_t index = first + lane;
+      if (index < row_points) {
+        // A dropped point has no valid corner: all three sums are 0 and so are its gradients.
+        const int64_t l = index / s.points;
+        const int64_t pt = index % s.points;
+        const TensorDesc& attn_grad = p.grad_attn_weight;
+        cuda::Store<Storage>(attn_grad, PointElement(attn_grad, r.b, r.q, r.h, l, pt), mine_by_weight);
+        const TensorDesc& loc_grad = p.grad_location;
+        const int64_t at = PointElement(loc_grad, r.b, r.q, r.h, l, pt);
+        cuda::Store<Storage>(loc_grad, at, mine_by_dx * (mine.attn * mine.width));
+        cuda::Store<Storage>(loc_grad, at + loc_grad.strides[5], mine_by_dy * (mine.attn * mine.height));
       }
     }
   }
@@ -262,11 +330,28 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t plane = chunk.plane_begin + chunk_key / s.keys;
     const int64_t b = plane / s.heads;
     const int64_t h = plane % s.heads;
-    float sum = 0.0f;
-    for (int64_t at = begin; at < end; ++at) {
-      const int64_t e = sorted_ids[at];
+    // The segment's terms in order, four at a time so that their loads are in flight together.
+    auto term = [&](int64_t e, float* weight, float* grad) {
       const int64_t q = chunk.query_begin + (e / row_entries) % chunk.queries;
-      sum = fmaf(weights[e], cuda::Load<Storage>(p.grad_output.desc, HeadRowElement(p.grad_output, b, q, h, c)), sum);
+      *weight = weights[e];
+      *grad = cuda::Load<Storage>(p.grad_output.desc, HeadRowElement(p.grad_output, b, q, h, c));
+    };
+    float sum = 0.0f;
+    int64_t at = begin;
+    for (; at + 4 <= end; at += 4) {
+      int64_t e[4];
+      float weight[4], grad[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) e[u] = sorted_ids[at + u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) term(e[u], &weight[u], &grad[u]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) sum = fmaf(weight[u], grad[u], sum);
+    }
+    for (; at < end; ++at) {
+      float weight, grad;
+      term(sorted_ids[at], &weight, &grad);
+      sum = fmaf(weight, grad, sum);
     }
     sums[(plane * s.keys + chunk_key % s.keys) * s.channels + c] += sum;
   }

@@ -7,16 +7,20 @@
 // (+inf through inf - inf). exp is pacl's (hd::CanonicalExp, the scalar twin of the CPU's vector Exp: the same
 // bits per element, at most about 1 ulp; CUDA's expf allows 2).
 //
-// Layout: one row per group of kThreadsPerRow threads: a warp for S2 <= 1024, a block of 128 threads above. Thread t
-// of a group holds elements t, t + kThreadsPerRow, ... in registers (at most 32), so a row is read from memory once
-// and written once, and adjacent threads touch adjacent elements (coalesced when the row has unit stride). Every
-// operand is addressed through its own element strides for (b, n, s1, s2) and offset (any view; the mask's strides
-// are 0 along the dims it broadcasts).
+// Layout: one row per group of kThreadsPerRow threads: a warp for S2 <= 1024, a block of 128 threads above. A row
+// is cut into chunks of 16 bytes of storage (8 FLOAT16/BF16 or 4 FLOAT elements); thread t of a group holds chunks
+// t, t + kThreadsPerRow, ... in registers (at most 32 elements), so a row is read from memory once and written once
+// and adjacent threads touch adjacent chunks. When every operand has unit stride along S2, 16-byte aligned rows and
+// S2 a multiple of the chunk (the common case), a chunk moves as one 16-byte access (its mask bytes as one 8- or
+// 4-byte access), several in flight per thread; otherwise every element is addressed through its operand's element
+// strides for (b, n, s1, s2) and offset (any view; the mask's strides are 0 along the dims it broadcasts), with the
+// same assignment of elements to threads, hence the same bits.
 //
 // Determinism: a thread sums its own elements in index order (fused multiply-adds for dy * y), the warp combines
 // the threads' sums by a butterfly, a 128-thread row adds its four warps' totals in warp order. No atomics, no
-// dependence on timing: the same bits on every run. (They are not the CPU's bits: the CPU sums 16 interleaved
-// partials; both are checked against the same float64 reference.) No workspace.
+// dependence on timing or on the memory layout: the same bits on every run and for every view of the same values.
+// (They are not the CPU's bits: the CPU sums 16 interleaved partials; both are checked against the same float64
+// reference.) No workspace.
 #include "pacl/cuda_kernels.cuh"
 #include "pacl/host_device.h"
 #include "scaled_masked_softmax/scaled_masked_softmax_params.h"
@@ -29,6 +33,12 @@ constexpr int kBlockThreads = 128;
 constexpr int kMaxPerThread = 32;
 constexpr int64_t kWarpRowLimit = 1024;
 static_assert(kMaxRowLength <= kMaxPerThread * kBlockThreads, "a row must fit the registers of one block");
+
+// Elements of a 16-byte chunk of Storage, and the chunks a thread holds.
+template <class Storage>
+constexpr int kChunk = static_cast<int>(16 / sizeof(Storage));
+template <class Storage>
+constexpr int kChunksPerThread = kMaxPerThread / kChunk<Storage>;
 
 struct RowIndex {
   int64_t b, n, q;
@@ -48,8 +58,76 @@ __device__ __forceinline__ int64_t RowStart(const SoftmaxOperand& operand, const
   return operand.desc.offset + r.b * operand.strides[0] + r.n * operand.strides[1] + r.q * operand.strides[2];
 }
 
-__device__ __forceinline__ bool Masked(const SoftmaxOperand& mask, int64_t row_start, int64_t k) {
-  return static_cast<const uint8_t*>(mask.desc.data)[row_start + k * mask.strides[3]] != 0;
+// Chunk access. kVector: the chunk [k0, k0 + kChunk) is one aligned 16-byte access at row_start + k0 (unit stride);
+// otherwise element by element through strides[3], elements past the row's end (k >= n) are neither read nor
+// written (loads give 0).
+template <class Storage, bool kVector>
+__device__ __forceinline__ void LoadChunk(const SoftmaxOperand& operand, int64_t row_start, int64_t k0, int64_t n,
+                                          float* out) {
+  constexpr int V = kChunk<Storage>;
+  const Storage* data = static_cast<const Storage*>(operand.desc.data);
+  if constexpr (kVector) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(data + row_start + k0);
+    const Storage* elements = reinterpret_cast<const Storage*>(&raw);
+#pragma unroll
+    for (int e = 0; e < V; ++e) out[e] = cuda::ToCompute(elements[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      out[e] = k0 + e < n ? cuda::ToCompute(data[row_start + (k0 + e) * operand.strides[3]]) : 0.0f;
+    }
+  }
+}
+
+template <class Storage, bool kVector>
+__device__ __forceinline__ void StoreChunk(const SoftmaxOperand& operand, int64_t row_start, int64_t k0, int64_t n,
+                                           const float* values) {
+  constexpr int V = kChunk<Storage>;
+  Storage* data = static_cast<Storage*>(operand.desc.data);
+  if constexpr (kVector) {
+    uint4 raw;
+    Storage* elements = reinterpret_cast<Storage*>(&raw);
+#pragma unroll
+    for (int e = 0; e < V; ++e) elements[e] = cuda::FromCompute<Storage>(values[e]);
+    *reinterpret_cast<uint4*>(data + row_start + k0) = raw;
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if (k0 + e < n) data[row_start + (k0 + e) * operand.strides[3]] = cuda::FromCompute<Storage>(values[e]);
+    }
+  }
+}
+
+// The mask bytes of a chunk as bits: bit e set when element k0 + e is masked. kVector: one aligned access of
+// kChunk bytes.
+template <int V>
+struct MaskWordOf;
+template <>
+struct MaskWordOf<8> {
+  using type = unsigned long long;
+};
+template <>
+struct MaskWordOf<4> {
+  using type = unsigned int;
+};
+
+template <int V, bool kVector>
+__device__ __forceinline__ unsigned LoadMaskChunk(const SoftmaxOperand& mask, int64_t row_start, int64_t k0,
+                                                  int64_t n) {
+  const uint8_t* data = static_cast<const uint8_t*>(mask.desc.data);
+  unsigned bits = 0;
+  if constexpr (kVector) {
+    using Word = typename MaskWordOf<V>::type;
+    const Word word = *reinterpret_cast<const Word*>(data + row_start + k0);
+#pragma unroll
+    for (int e = 0; e < V; ++e) bits |= ((word >> (8 * e)) & 0xFF) != 0 ? 1u << e : 0u;
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if (k0 + e < n && data[row_start + (k0 + e) * mask.strides[3]] != 0) bits |= 1u << e;
+    }
+  }
+  return bits;
 }
 
 struct Max {
@@ -69,9 +147,11 @@ __device__ __forceinline__ float RowReduce(float v, float* scratch, Combine comb
   return combine(combine(scratch[0], scratch[1]), combine(scratch[2], scratch[3]));
 }
 
-template <class Storage, int kThreadsPerRow>
+template <class Storage, int kThreadsPerRow, bool kVector>
 __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
+  constexpr int V = kChunk<Storage>;
+  constexpr int kChunks = kChunksPerThread<Storage>;
   __shared__ float scratch[kBlockThreads / 32];
   constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
   const int t = threadIdx.x % kThreadsPerRow;
@@ -84,41 +164,64 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
     const int64_t mask_start = RowStart(p.mask, r);
     const int64_t y_start = RowStart(p.y, r);
     float v[kMaxPerThread];
+    unsigned masked[kChunks];
+    // All loads first, so that they are in flight together.
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+      masked[j] = 0;
+      if (k0 < n) {
+        LoadChunk<Storage, kVector>(p.x, x_start, k0, n, v + j * V);
+        masked[j] = LoadMaskChunk<V, kVector>(p.mask, mask_start, k0, n);
+      }
+    }
     float local_max = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < kMaxPerThread; ++j) {
-      const int64_t k = t + int64_t{j} * kThreadsPerRow;
-      v[j] = -INFINITY;
-      if (k < n) {
-        v[j] = Masked(p.mask, mask_start, k)
-                   ? kMaskedLogit
-                   : cuda::Load<Storage>(p.x.desc, x_start + k * p.x.strides[3]) * p.scale;
-        local_max = fmaxf(local_max, v[j]);
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        float& value = v[j * V + e];
+        value = -INFINITY;
+        if (k0 + e < n) {
+          value = (masked[j] >> e) & 1u ? kMaskedLogit : value * p.scale;
+          local_max = fmaxf(local_max, value);
+        }
       }
     }
     const float row_max = RowReduce<kThreadsPerRow>(local_max, scratch, Max());
     float local_sum = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kMaxPerThread; ++j) {
-      const int64_t k = t + int64_t{j} * kThreadsPerRow;
-      if (k < n) {
-        v[j] = hd::CanonicalExp(v[j] - row_max);
-        local_sum += v[j];
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        if (k0 + e < n) {
+          v[j * V + e] = hd::CanonicalExp(v[j * V + e] - row_max);
+          local_sum += v[j * V + e];
+        }
       }
     }
     // The row max contributes exp(0) = 1, so the sum is >= 1 (or NaN).
     const float inverse_sum = 1.0f / RowReduce<kThreadsPerRow>(local_sum, scratch, cuda::Plus());
 #pragma unroll
-    for (int j = 0; j < kMaxPerThread; ++j) {
-      const int64_t k = t + int64_t{j} * kThreadsPerRow;
-      if (k < n) cuda::Store<Storage>(p.y.desc, y_start + k * p.y.strides[3], v[j] * inverse_sum);
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+      if (k0 < n) {
+        float out[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) out[e] = v[j * V + e] * inverse_sum;
+        StoreChunk<Storage, kVector>(p.y, y_start, k0, n, out);
+      }
     }
   }
 }
 
-template <class Storage, int kThreadsPerRow>
+template <class Storage, int kThreadsPerRow, bool kVector>
 __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
+  constexpr int V = kChunk<Storage>;
+  constexpr int kChunks = kChunksPerThread<Storage>;
   __shared__ float scratch[kBlockThreads / 32];
   constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
   const int t = threadIdx.x % kThreadsPerRow;
@@ -132,31 +235,71 @@ __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardPa
     const int64_t out_start = RowStart(p.out, r);
     float dy[kMaxPerThread];
     float y[kMaxPerThread];
+    unsigned masked[kChunks];
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+      masked[j] = 0;
+#pragma unroll
+      for (int e = 0; e < V; ++e) dy[j * V + e] = y[j * V + e] = 0.0f;
+      if (k0 < n) {
+        LoadChunk<Storage, kVector>(p.grad_output, dy_start, k0, n, dy + j * V);
+        LoadChunk<Storage, kVector>(p.y, y_start, k0, n, y + j * V);
+        masked[j] = LoadMaskChunk<V, kVector>(p.mask, mask_start, k0, n);
+      }
+    }
     float local_sum = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kMaxPerThread; ++j) {
-      const int64_t k = t + int64_t{j} * kThreadsPerRow;
-      dy[j] = 0.0f;
-      y[j] = 0.0f;
-      if (k < n) {
-        dy[j] = cuda::Load<Storage>(p.grad_output.desc, dy_start + k * p.grad_output.strides[3]);
-        y[j] = cuda::Load<Storage>(p.y.desc, y_start + k * p.y.strides[3]);
-        local_sum = fmaf(dy[j], y[j], local_sum);
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        if (k0 + e < n) local_sum = fmaf(dy[j * V + e], y[j * V + e], local_sum);
       }
     }
     const float s = RowReduce<kThreadsPerRow>(local_sum, scratch, cuda::Plus());
 #pragma unroll
-    for (int j = 0; j < kMaxPerThread; ++j) {
-      const int64_t k = t + int64_t{j} * kThreadsPerRow;
-      if (k < n) {
-        const float g = Masked(p.mask, mask_start, k) ? 0.0f : (p.scale * y[j]) * (dy[j] - s);
-        cuda::Store<Storage>(p.out.desc, out_start + k * p.out.strides[3], g);
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+      if (k0 < n) {
+        float g[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          g[e] = (masked[j] >> e) & 1u ? 0.0f : (p.scale * y[j * V + e]) * (dy[j * V + e] - s);
+        }
+        StoreChunk<Storage, kVector>(p.out, out_start, k0, n, g);
       }
     }
   }
 }
 
-template <class Params, template <class, int> class Launcher>
+// True when every chunk of the operand is one aligned access of chunk_elements elements: unit stride along S2, the
+// data pointer plus offset aligned, and the strides of (b, n, s1) multiples of the chunk.
+bool ChunksAligned(const SoftmaxOperand& operand, int64_t element_bytes, int64_t chunk_elements) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(operand.desc.data) +
+                          static_cast<uintptr_t>(operand.desc.offset * element_bytes);
+  if (operand.strides[3] != 1 || start % static_cast<uintptr_t>(chunk_elements * element_bytes) != 0) return false;
+  for (int d = 0; d < 3; ++d) {
+    if (operand.strides[d] % chunk_elements != 0) return false;
+  }
+  return true;
+}
+
+template <class Storage>
+bool VectorRows(const ForwardParams& p) {
+  constexpr int64_t V = kChunk<Storage>;
+  return p.shape.key_len % V == 0 && ChunksAligned(p.x, sizeof(Storage), V) &&
+         ChunksAligned(p.y, sizeof(Storage), V) && ChunksAligned(p.mask, 1, V);
+}
+template <class Storage>
+bool VectorRows(const BackwardParams& p) {
+  constexpr int64_t V = kChunk<Storage>;
+  return p.shape.key_len % V == 0 && ChunksAligned(p.grad_output, sizeof(Storage), V) &&
+         ChunksAligned(p.y, sizeof(Storage), V) && ChunksAligned(p.out, sizeof(Storage), V) &&
+         ChunksAligned(p.mask, 1, V);
+}
+
+template <class Params, template <class, int, bool> class Launcher>
 aclnnStatus Launch(const char* op_name, const Params& params, aclDataType dtype, const KernelContext& context) {
   if (aclnnStatus status = cuda::Activate(op_name, context)) return status;
   const int64_t rows = params.shape.batch * params.shape.heads * params.shape.query_len;
@@ -165,25 +308,31 @@ aclnnStatus Launch(const char* op_name, const Params& params, aclDataType dtype,
   return cuda::DispatchFloating</*kWithDouble=*/false>(op_name, dtype, [&](auto storage) -> aclnnStatus {
     using Storage = decltype(storage);
     const cudaStream_t stream = cuda::StreamOf(context);
-    if (warp_rows) {
-      Launcher<Storage, 32>::Run(params, rows, cuda::GridBlocks(rows, kBlockThreads / 32), stream);
+    const bool vector = VectorRows<Storage>(params);
+    const unsigned int blocks = warp_rows ? cuda::GridBlocks(rows, kBlockThreads / 32) : cuda::GridBlocks(rows, 1);
+    if (warp_rows && vector) {
+      Launcher<Storage, 32, true>::Run(params, rows, blocks, stream);
+    } else if (warp_rows) {
+      Launcher<Storage, 32, false>::Run(params, rows, blocks, stream);
+    } else if (vector) {
+      Launcher<Storage, kBlockThreads, true>::Run(params, rows, blocks, stream);
     } else {
-      Launcher<Storage, kBlockThreads>::Run(params, rows, cuda::GridBlocks(rows, 1), stream);
+      Launcher<Storage, kBlockThreads, false>::Run(params, rows, blocks, stream);
     }
     return cuda::LaunchStatus(op_name, "kernel launch");
   });
 }
 
-template <class Storage, int kThreadsPerRow>
+template <class Storage, int kThreadsPerRow, bool kVector>
 struct ForwardLauncher {
   static void Run(const ForwardParams& p, int64_t rows, unsigned int blocks, cudaStream_t stream) {
-    ForwardKernel<Storage, kThreadsPerRow><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
+    ForwardKernel<Storage, kThreadsPerRow, kVector><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
   }
 };
-template <class Storage, int kThreadsPerRow>
+template <class Storage, int kThreadsPerRow, bool kVector>
 struct BackwardLauncher {
   static void Run(const BackwardParams& p, int64_t rows, unsigned int blocks, cudaStream_t stream) {
-    BackwardKernel<Storage, kThreadsPerRow><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
+    BackwardKernel<Storage, kThreadsPerRow, kVector><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
   }
 };
 
