@@ -147,11 +147,11 @@ __device__ __forceinline__ float RowReduce(float v, float* scratch, Combine comb
   return combine(combine(scratch[0], scratch[1]), combine(scratch[2], scratch[3]));
 }
 
-template <class Storage, int kThreadsPerRow, bool kVector>
+template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
 __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
+  static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements per thread");
   constexpr int V = kChunk<Storage>;
-  constexpr int kChunks = kChunksPerThread<Storage>;
   __shared__ float scratch[kBlockThreads / 32];
   constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
   const int t = threadIdx.x % kThreadsPerRow;
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
     const int64_t x_start = RowStart(p.x, r);
     const int64_t mask_start = RowStart(p.mask, r);
     const int64_t y_start = RowStart(p.y, r);
-    float v[kMaxPerThread];
+    float v[kChunks * V];
     unsigned masked[kChunks];
     // All loads first, so that they are in flight together.
 #pragma unroll
@@ -182,10 +182,11 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         float& value = v[j * V + e];
-        value = -INFINITY;
         if (k0 + e < n) {
           value = (masked[j] >> e) & 1u ? kMaskedLogit : value * p.scale;
           local_max = fmaxf(local_max, value);
+        } else {
+          value = -INFINITY;
         }
       }
     }
@@ -217,11 +218,11 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
   }
 }
 
-template <class Storage, int kThreadsPerRow, bool kVector>
+template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
 __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
+  static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements per thread");
   constexpr int V = kChunk<Storage>;
-  constexpr int kChunks = kChunksPerThread<Storage>;
   __shared__ float scratch[kBlockThreads / 32];
   constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
   const int t = threadIdx.x % kThreadsPerRow;
@@ -233,8 +234,8 @@ __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardPa
     const int64_t y_start = RowStart(p.y, r);
     const int64_t mask_start = RowStart(p.mask, r);
     const int64_t out_start = RowStart(p.out, r);
-    float dy[kMaxPerThread];
-    float y[kMaxPerThread];
+    float dy[kChunks * V];
+    float y[kChunks * V];
     unsigned masked[kChunks];
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
@@ -299,7 +300,26 @@ bool VectorRows(const BackwardParams& p) {
          ChunksAligned(p.mask, 1, V);
 }
 
-template <class Params, template <class, int, bool> class Launcher>
+// Launches the kernel with kChunks chunks per thread: the fewest (a power of two) that hold a row, so that
+// registers are not spent on chunks a short row never has. The assignment of elements to threads does not depend
+// on kChunks, nor do the bits.
+template <class Storage, int kThreadsPerRow, bool kVector, template <class, int, bool, int> class Launcher,
+          class Params>
+void LaunchWithChunks(const Params& params, int64_t rows, unsigned int blocks, cudaStream_t stream) {
+  const int64_t row_chunks = (params.shape.key_len + kChunk<Storage> - 1) / kChunk<Storage>;
+  const int64_t chunks = (row_chunks + kThreadsPerRow - 1) / kThreadsPerRow;
+  if (chunks <= 1) {
+    Launcher<Storage, kThreadsPerRow, kVector, 1>::Run(params, rows, blocks, stream);
+  } else if (chunks <= 2) {
+    Launcher<Storage, kThreadsPerRow, kVector, 2>::Run(params, rows, blocks, stream);
+  } else if (chunks <= 4 || kChunksPerThread<Storage> == 4) {
+    Launcher<Storage, kThreadsPerRow, kVector, 4>::Run(params, rows, blocks, stream);
+  } else if constexpr (kChunksPerThread<Storage> >= 8) {
+    Launcher<Storage, kThreadsPerRow, kVector, 8>::Run(params, rows, blocks, stream);
+  }
+}
+
+template <class Params, template <class, int, bool, int> class Launcher>
 aclnnStatus Launch(const char* op_name, const Params& params, aclDataType dtype, const KernelContext& context) {
   if (aclnnStatus status = cuda::Activate(op_name, context)) return status;
   const int64_t rows = params.shape.batch * params.shape.heads * params.shape.query_len;
@@ -311,28 +331,28 @@ aclnnStatus Launch(const char* op_name, const Params& params, aclDataType dtype,
     const bool vector = VectorRows<Storage>(params);
     const unsigned int blocks = warp_rows ? cuda::GridBlocks(rows, kBlockThreads / 32) : cuda::GridBlocks(rows, 1);
     if (warp_rows && vector) {
-      Launcher<Storage, 32, true>::Run(params, rows, blocks, stream);
+      LaunchWithChunks<Storage, 32, true, Launcher>(params, rows, blocks, stream);
     } else if (warp_rows) {
-      Launcher<Storage, 32, false>::Run(params, rows, blocks, stream);
+      LaunchWithChunks<Storage, 32, false, Launcher>(params, rows, blocks, stream);
     } else if (vector) {
-      Launcher<Storage, kBlockThreads, true>::Run(params, rows, blocks, stream);
+      LaunchWithChunks<Storage, kBlockThreads, true, Launcher>(params, rows, blocks, stream);
     } else {
-      Launcher<Storage, kBlockThreads, false>::Run(params, rows, blocks, stream);
+      LaunchWithChunks<Storage, kBlockThreads, false, Launcher>(params, rows, blocks, stream);
     }
     return cuda::LaunchStatus(op_name, "kernel launch");
   });
 }
 
-template <class Storage, int kThreadsPerRow, bool kVector>
+template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
 struct ForwardLauncher {
   static void Run(const ForwardParams& p, int64_t rows, unsigned int blocks, cudaStream_t stream) {
-    ForwardKernel<Storage, kThreadsPerRow, kVector><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
+    ForwardKernel<Storage, kThreadsPerRow, kVector, kChunks><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
   }
 };
-template <class Storage, int kThreadsPerRow, bool kVector>
+template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
 struct BackwardLauncher {
   static void Run(const BackwardParams& p, int64_t rows, unsigned int blocks, cudaStream_t stream) {
-    BackwardKernel<Storage, kThreadsPerRow, kVector><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
+    BackwardKernel<Storage, kThreadsPerRow, kVector, kChunks><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
   }
 };
 
