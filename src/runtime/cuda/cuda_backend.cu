@@ -77,9 +77,15 @@ class CudaDevice final : public Backend {
 
   aclError FreeHost(void* ptr, std::string* error) override { return Check(cudaFreeHost(ptr), "cudaFreeHost", error); }
 
+  // native_stream nullptr: a synchronous copy, finished on return. cudaMemcpy alone returns before a device-to-device
+  // copy is done (and cudaMemset before a fill of device memory), and aclrtFree would then hand the memory back to
+  // the pool under the running copy: both wait for the legacy default stream they ran on.
   aclError Copy(void* dst, const void* src, size_t count, void* native_stream, std::string* error) override {
     if (count == 0) return ACL_SUCCESS;
-    if (native_stream == nullptr) return Check(cudaMemcpy(dst, src, count, cudaMemcpyDefault), "cudaMemcpy", error);
+    if (native_stream == nullptr) {
+      if (aclError status = Check(cudaMemcpy(dst, src, count, cudaMemcpyDefault), "cudaMemcpy", error)) return status;
+      return Check(cudaStreamSynchronize(cudaStreamLegacy), "cudaMemcpy (waiting for it)", error);
+    }
     return Check(cudaMemcpyAsync(dst, src, count, cudaMemcpyDefault, static_cast<cudaStream_t>(native_stream)),
                  "cudaMemcpyAsync", error);
   }
@@ -96,7 +102,10 @@ class CudaDevice final : public Backend {
       if (error != nullptr) *error = "devPtr is pageable host memory, which the GPU cannot write: use aclrtMalloc";
       return ACL_ERROR_INVALID_PARAM;
     }
-    if (native_stream == nullptr) return Check(cudaMemset(dst, value, count), "cudaMemset", error);
+    if (native_stream == nullptr) {
+      if (aclError status = Check(cudaMemset(dst, value, count), "cudaMemset", error)) return status;
+      return Check(cudaStreamSynchronize(cudaStreamLegacy), "cudaMemset (waiting for it)", error);
+    }
     return Check(cudaMemsetAsync(dst, value, count, static_cast<cudaStream_t>(native_stream)), "cudaMemsetAsync",
                  error);
   }
