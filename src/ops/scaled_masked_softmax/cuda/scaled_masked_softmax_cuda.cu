@@ -7,15 +7,14 @@
 // (+inf through inf - inf). exp is pacl's (hd::CanonicalExp, the scalar twin of the CPU's vector Exp: the same
 // bits per element, at most about 1 ulp; CUDA's expf allows 2).
 //
-// Layout: one row per group of kThreadsPerRow threads: a warp for S2 <= 2048 (1024 in the backward), a block of
-// 128 threads above. A row is cut into chunks of 16 bytes of storage (8 FLOAT16/BF16 or 4 FLOAT elements); thread t
-// of a group holds chunks t, t + kThreadsPerRow, ... in registers (at most 64 elements in a warp row, 32 in a block
-// row), so a row is read from memory once and written once and adjacent threads touch adjacent chunks. When every
-// operand has unit stride along S2, 16-byte aligned rows and S2 a multiple of the chunk (the common case), a chunk
-// moves as one 16-byte access (its mask bytes as one 8- or 4-byte access), several in flight per thread; otherwise
-// every element is addressed through its operand's element strides for (b, n, s1, s2) and offset (any view; the
-// mask's strides are 0 along the dims it broadcasts), with the same assignment of elements to threads, hence the
-// same bits.
+// Layout: one row per group of kThreadsPerRow threads: a warp for S2 <= 1024, a block of 128 threads above. A row
+// is cut into chunks of 16 bytes of storage (8 FLOAT16/BF16 or 4 FLOAT elements); thread t of a group holds chunks
+// t, t + kThreadsPerRow, ... in registers (at most 32 elements, as few chunks as the row needs), so a row is read
+// from memory once and written once and adjacent threads touch adjacent chunks. When every operand has unit stride
+// along S2, 16-byte aligned rows and S2 a multiple of the chunk (the common case), a chunk moves as one 16-byte
+// access (its mask bytes as one 8- or 4-byte access), several in flight per thread; otherwise every element is
+// addressed through its operand's element strides for (b, n, s1, s2) and offset (any view; the mask's strides are
+// 0 along the dims it broadcasts), with the same assignment of elements to threads, hence the same bits.
 //
 // Determinism: a thread sums its own elements in index order (fused multiply-adds for dy * y), the warp combines
 // the threads' sums by a butterfly, a 128-thread row adds its four warps' totals in warp order. No atomics, no
@@ -30,23 +29,19 @@ namespace pacl::scaled_masked_softmax {
 namespace {
 
 constexpr int kBlockThreads = 128;
-// Elements per thread: a row of S2 <= kWarpRowLimit over a warp (no block barriers, many loads in flight per
-// thread), a longer one (up to kMaxRowLength) over 128 threads. The backward holds two operands per element, so
-// its warp rows stop at half the forward's length, where its registers would cost more than the barriers.
-template <class Params>
-constexpr int64_t kWarpRowLimit = 2048;
-template <>
-constexpr int64_t kWarpRowLimit<BackwardParams> = 1024;
-template <int kThreadsPerRow>
-constexpr int kMaxPerThread = kThreadsPerRow == 32 ? 64 : 32;
-static_assert(kWarpRowLimit<ForwardParams> <= 32 * kMaxPerThread<32>, "a warp row must fit one warp's registers");
-static_assert(kMaxRowLength <= kBlockThreads * kMaxPerThread<kBlockThreads>, "a row must fit one block");
+// Elements per thread: a row of S2 <= kWarpRowLimit over a warp (no block barriers), a longer one (up to
+// kMaxRowLength) over 128 threads. Measured on an H200, (4, 16, 2048, 2048) FLOAT16: a forward row of 2048 in one
+// warp (64 elements a thread, 106 registers) took 0.91 ms, in 128 threads (16 elements, 51 registers) 0.60 ms.
+constexpr int64_t kWarpRowLimit = 1024;
+constexpr int kMaxPerThread = 32;
+static_assert(kWarpRowLimit <= 32 * kMaxPerThread, "a warp row must fit one warp's registers");
+static_assert(kMaxRowLength <= kBlockThreads * kMaxPerThread, "a row must fit one block's registers");
 
 // Elements of a 16-byte chunk of Storage, and the most chunks a thread holds.
 template <class Storage>
 constexpr int kChunk = static_cast<int>(16 / sizeof(Storage));
-template <class Storage, int kThreadsPerRow>
-constexpr int kChunksPerThread = kMaxPerThread<kThreadsPerRow> / kChunk<Storage>;
+template <class Storage>
+constexpr int kChunksPerThread = kMaxPerThread / kChunk<Storage>;
 
 struct RowIndex {
   int64_t b, n, q;
@@ -158,7 +153,7 @@ __device__ __forceinline__ float RowReduce(float v, float* scratch, Combine comb
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
 __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
-  static_assert(kChunks <= kChunksPerThread<Storage, kThreadsPerRow>, "at most kMaxPerThread elements a thread");
+  static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements a thread");
   constexpr int V = kChunk<Storage>;
   __shared__ float scratch[kBlockThreads / 32];
   constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
@@ -229,7 +224,7 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
 __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
-  static_assert(kChunks <= kChunksPerThread<Storage, kThreadsPerRow>, "at most kMaxPerThread elements a thread");
+  static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements a thread");
   constexpr int V = kChunk<Storage>;
   __shared__ float scratch[kBlockThreads / 32];
   constexpr int kRowsPerBlock = kBlockThreads / kThreadsPerRow;
@@ -316,19 +311,15 @@ template <class Storage, int kThreadsPerRow, bool kVector, template <class, int,
 void LaunchWithChunks(const Params& params, int64_t rows, unsigned int blocks, cudaStream_t stream) {
   const int64_t row_chunks = (params.shape.key_len + kChunk<Storage> - 1) / kChunk<Storage>;
   const int64_t chunks = (row_chunks + kThreadsPerRow - 1) / kThreadsPerRow;
-  constexpr int kMost = kChunksPerThread<Storage, kThreadsPerRow>;
+  constexpr int kMost = kChunksPerThread<Storage>;
   if (chunks <= 1) {
     Launcher<Storage, kThreadsPerRow, kVector, 1>::Run(params, rows, blocks, stream);
   } else if (chunks <= 2) {
     Launcher<Storage, kThreadsPerRow, kVector, 2>::Run(params, rows, blocks, stream);
   } else if (chunks <= 4) {
     Launcher<Storage, kThreadsPerRow, kVector, 4>::Run(params, rows, blocks, stream);
-  } else if constexpr (kMost >= 8) {
-    if (chunks <= 8) {
-      Launcher<Storage, kThreadsPerRow, kVector, 8>::Run(params, rows, blocks, stream);
-    } else if constexpr (kMost >= 16) {
-      Launcher<Storage, kThreadsPerRow, kVector, 16>::Run(params, rows, blocks, stream);
-    }
+  } else if constexpr (kMost >= 8) {  // FLOAT: 4-element chunks; phase 1 keeps S2 <= kMaxRowLength
+    Launcher<Storage, kThreadsPerRow, kVector, 8>::Run(params, rows, blocks, stream);
   }
 }
 
@@ -337,7 +328,7 @@ aclnnStatus Launch(const char* op_name, const Params& params, aclDataType dtype,
   if (aclnnStatus status = cuda::Activate(op_name, context)) return status;
   const int64_t rows = params.shape.batch * params.shape.heads * params.shape.query_len;
   if (rows == 0 || params.shape.key_len == 0) return ACLNN_SUCCESS;
-  const bool warp_rows = params.shape.key_len <= kWarpRowLimit<Params>;
+  const bool warp_rows = params.shape.key_len <= kWarpRowLimit;
   return cuda::DispatchFloating</*kWithDouble=*/false>(op_name, dtype, [&](auto storage) -> aclnnStatus {
     using Storage = decltype(storage);
     const cudaStream_t stream = cuda::StreamOf(context);
