@@ -71,7 +71,10 @@ write_report() {
   gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   # The device machine gets a copy of the working tree without .git: pass PACL_COMMIT=$(git rev-parse --short HEAD).
   commit="${PACL_COMMIT:-$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
-  dirty="$(git -C "${root}" status --porcelain 2>/dev/null | grep -c . || true)"
+  # Files that differ from the commit, the report's own files aside (the first few named).
+  changed="$(git -C "${root}" status --porcelain -- . ':!docs/cuda.md' ':!docs/cuda_bench.json' 2>/dev/null |
+    awk '{print $2}')"
+  dirty="$(echo "${changed}" | grep -c . || true)"
   {
     echo "# The CUDA device: the last GPU run"
     echo
@@ -80,7 +83,8 @@ write_report() {
     echo
     echo "- GPU: ${gpu:-unknown} (name, memory, driver)"
     echo "- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
-    echo "- commit: ${commit}$([[ "${dirty}" != 0 ]] && echo " with ${dirty} changed files")"
+    echo "- commit: ${commit}$([[ "${dirty}" != 0 ]] &&
+      echo " with ${dirty} changed files ($(echo "${changed}" | head -5 | tr '\n' ' '))")"
     echo
     echo "| suite | result |"
     echo "| --- | --- |"
