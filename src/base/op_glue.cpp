@@ -2,6 +2,7 @@
 // operator, the parameter, the values involved and the rule. Only the first failure of a call is recorded.
 #include "pacl/op_glue.h"
 
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
 #include <initializer_list>
@@ -63,10 +64,30 @@ bool OpChecker::Tensor(const aclTensor* t, const char* param) {
     return false;
   }
   std::string why;
-  if (t->desc.data != nullptr && t->desc.NumElements() > 0 && rt::IsFreedDeviceMemory(t->desc.data, &why)) {
-    Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s data %p lies in %s: a tensor's data must be live memory", param,
-                                            t->desc.data, why.c_str()));
-    return false;
+  if (t->desc.data != nullptr && t->desc.NumElements() > 0) {
+    uintptr_t base = 0;
+    size_t size = 0;
+    if (rt::FindDeviceAllocation(t->desc.data, &base, &size)) {
+      // The storage (storageDims from data) must lie inside the allocation that holds its start, or the kernels
+      // would read and write past it. aclCreateTensor has checked that the bytes fit int64.
+      int64_t storage_elements = 1;
+      for (int d = 0; d < t->desc.storage_rank; ++d) storage_elements *= t->desc.storage_shape[d];
+      const uint64_t storage_bytes = static_cast<uint64_t>(storage_elements) * t->desc.ElementSize();
+      const uintptr_t start = reinterpret_cast<uintptr_t>(t->desc.data);
+      const uint64_t room = static_cast<uint64_t>(base + size - start);
+      if (storage_bytes > room) {
+        Fail(ACLNN_ERR_PARAM_INVALID,
+             StrFormat("%s storage (%" PRId64 " elements of %zu bytes: %" PRIu64 " bytes from %p) runs past the end "
+                       "of its aclrtMalloc allocation (%zu bytes at %p): only %" PRIu64 " bytes follow %p",
+                       param, storage_elements, t->desc.ElementSize(), storage_bytes, t->desc.data, size,
+                       reinterpret_cast<void*>(base), room, t->desc.data));
+        return false;
+      }
+    } else if (rt::IsFreedDeviceMemory(t->desc.data, &why)) {
+      Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s data %p lies in %s: a tensor's data must be live memory", param,
+                                              t->desc.data, why.c_str()));
+      return false;
+    }
   }
   if (!device_known_) {
     device_ = rt::CurrentDevice();

@@ -359,6 +359,12 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
 
 namespace pacl::rt {
 
+bool FindDeviceAllocation(const void* p, uintptr_t* base, size_t* size) {
+  RuntimeState& state = State();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.device_memory.Find(p, base, size);
+}
+
 bool IsFreedDeviceMemory(const void* p, std::string* what) {
   {
     RuntimeState& state = State();

@@ -150,4 +150,42 @@ TEST(OpCheckerTensor, FreedDeviceMemoryIsRefused) {
   EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
 }
 
+// A tensor whose storage (storageDims from its data pointer) runs past the end of the aclrtMalloc allocation that
+// holds its data is refused in phase 1 (161002), naming the tensor, its byte extent and the allocation's; storage
+// that ends exactly at the allocation's end, from its start or from inside it, is fine.
+TEST(OpCheckerTensor, StoragePastItsAllocationIsRefused) {
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  void* data = nullptr;
+  ASSERT_EQ(aclrtMalloc(&data, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);  // 16 floats
+  const int64_t strides[1] = {1};
+  auto check = [&](void* start, int64_t view, int64_t storage) {
+    const int64_t view_shape[1] = {view};
+    const int64_t storage_shape[1] = {storage};
+    aclTensor* tensor = aclCreateTensor(view_shape, 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, storage_shape, 1, start);
+    EXPECT_NE(tensor, nullptr);
+    pacl::OpChecker checker("aclnnListedOp");
+    const bool accepted = checker.Tensor(tensor, "x");
+    EXPECT_EQ(checker.status(), accepted ? ACLNN_SUCCESS : ACLNN_ERR_PARAM_INVALID);
+    aclDestroyTensor(tensor);
+    return accepted;
+  };
+  char* bytes = static_cast<char*>(data);
+  EXPECT_TRUE(check(data, 16, 16)) << TakeMessages();
+  EXPECT_TRUE(check(bytes + 32, 8, 8)) << TakeMessages();
+  EXPECT_FALSE(check(data, 32, 32));
+  std::string message = TakeMessages();
+  for (const char* part : {"aclnnListedOp: x storage (32 elements of 4 bytes: 128 bytes from",
+                           "runs past the end of its aclrtMalloc allocation (64 bytes at", "only 64 bytes follow"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+  }
+  EXPECT_FALSE(check(bytes + 32, 9, 9));
+  message = TakeMessages();
+  EXPECT_NE(message.find("only 32 bytes follow"), std::string::npos) << message;
+  EXPECT_FALSE(check(data, 16, 17));  // the view fits, the declared storage does not
+  message = TakeMessages();
+  EXPECT_NE(message.find("17 elements of 4 bytes: 68 bytes"), std::string::npos) << message;
+  EXPECT_EQ(aclrtFree(data), ACL_SUCCESS);
+  EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+}
+
 }  // namespace

@@ -49,6 +49,10 @@ struct DeviceRef {
 // instead ("host memory: ...", "memory of CUDA device 1").
 PACL_INTERNAL_API bool DeviceCanAccess(DeviceRef device, const void* p, std::string* why);
 
+// The live aclrtMalloc allocation (of any device) that holds address p: its start and size in bytes. False when p
+// lies in none (host memory, memory of another allocator, or memory already freed).
+PACL_INTERNAL_API bool FindDeviceAllocation(const void* p, uintptr_t* base, size_t* size);
+
 // Whether p lies in CPU device memory that aclrtFree released and that is not handed out again (an idle block of
 // the block cache); *what then describes it. (Freed GPU memory is not tracked.)
 PACL_INTERNAL_API bool IsFreedDeviceMemory(const void* p, std::string* what);
