@@ -42,7 +42,9 @@ using optest::ExpectClose;
 using optest::ExpectGuardsIntact;
 using optest::Layout;
 
-constexpr aclDataType kDTypes[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16};
+// DOUBLE (and channel counts outside CANN's multiples of 8 up to 256) run on the CPU's generic kernels: an
+// extension beyond CANN, in double arithmetic.
+constexpr aclDataType kDTypes[] = {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE};
 constexpr double kU = 0x1p-24;            // unit roundoff of the kernels' fp32 arithmetic
 constexpr double kBoundaryMargin = 1e-3;  // pixels, on top of the fp32 coordinate error
 constexpr double kLocationLow = -0.1;     // locations are drawn from [kLocationLow, kLocationHigh]: inside, on
@@ -124,7 +126,17 @@ bool ClampedRange(double low, double high, int64_t size, int64_t* first, int64_t
 
 // The fp32 error of a pixel coordinate computed as loc * W - 0.5 (W converted to fp32): a few roundings of values of
 // magnitude <= |coordinate| + 1.
-double CoordinateError(double coordinate) { return 8.0 * kU * (std::fabs(coordinate) + 1.0); }
+double CoordinateError(double coordinate, double u = kU) { return 8.0 * u * (std::fabs(coordinate) + 1.0); }
+
+// DOUBLE, and more than 256 channels, have only the CPU's generic kernels: on another device such a call gets
+// 161002 (no implementation), so those cases run on the CPU alone.
+bool CpuOnlyCase(aclDataType dtype, int64_t channels = 8) {
+  return !optest::DeviceIsCpu() && (dtype == ACL_DOUBLE || channels > 256);
+}
+std::string CpuOnlyCaseReason() { return optest::CpuOnlyReason("DOUBLE and c > 256 are CPU extensions"); }
+
+// The unit roundoff of the kernels' arithmetic for dtype: fp32, or fp64 for DOUBLE.
+double UnitRoundoff(aclDataType dtype) { return dtype == ACL_DOUBLE ? 0x1p-53 : kU; }
 
 // Whether loc * size - 0.5 comes out exact in fp32 (size and both steps representable).
 bool ExactInFloat(double loc, int64_t size) {
@@ -226,7 +238,8 @@ Gradients ReferenceBackward(const Problem& p) {
 }
 
 // ------------------------------------------------------------------------------------------------------------
-// Error bounds of the kernels' fp32 arithmetic (unit roundoff u = 2^-24; inputs are exact in fp32).
+// Error bounds of the kernels' arithmetic (unit roundoff u = 2^-24 in fp32, 2^-53 in fp64 for DOUBLE; inputs are
+// exact in it).
 //
 // A pixel coordinate errs by e = CoordinateError (see there); given the determinate cell, a bilinear weight
 // (products of (1 - l) and l, |d weight / d coordinate| <= 1) then errs by at most e_x + e_y + 8u, and a weight
@@ -236,7 +249,7 @@ struct Bounds {
   std::vector<double> out, value, location, attn;
 };
 
-Bounds ErrorBounds(const Problem& p) {
+Bounds ErrorBounds(const Problem& p, double u) {
   const ref::MsdaShape& s = p.s;
   Bounds b;
   b.out.assign(static_cast<size_t>(s.bs * s.nq * s.nh * s.c), 0.0);
@@ -251,8 +264,8 @@ Bounds ErrorBounds(const Problem& p) {
     const int64_t l = p.LevelOf(point);
     const int64_t head_row = point / (s.nl * s.np);  // (b, q, h)
     const int64_t b_index = head_row / (s.nq * s.nh), h = head_row % s.nh;
-    const double ex = CoordinateError(pt.x), ey = CoordinateError(pt.y);
-    const double weight_error = ex + ey + 8.0 * kU;
+    const double ex = CoordinateError(pt.x, u), ey = CoordinateError(pt.y, u);
+    const double weight_error = ex + ey + 8.0 * u;
     const double a = p.attn[static_cast<size_t>(point)];
     const size_t out_row = static_cast<size_t>(head_row * s.c);
     double attn_part = 0, attn_magnitude = 0, x_part = 0, x_magnitude = 0, y_part = 0, y_magnitude = 0;
@@ -265,9 +278,9 @@ Bounds ErrorBounds(const Problem& p) {
         out_magnitude[out_row + static_cast<size_t>(ch)] += std::fabs(a * corner.weight * v);
         attn_part += std::fabs(g * v) * weight_error;
         attn_magnitude += std::fabs(g * corner.weight * v);
-        x_part += std::fabs(g * v) * (ey + 2.0 * kU);
+        x_part += std::fabs(g * v) * (ey + 2.0 * u);
         x_magnitude += std::fabs(g * v * corner.dweight_dx);
-        y_part += std::fabs(g * v) * (ex + 2.0 * kU);
+        y_part += std::fabs(g * v) * (ex + 2.0 * u);
         y_magnitude += std::fabs(g * v * corner.dweight_dy);
         b.value[value_row + static_cast<size_t>(ch)] += std::fabs(a * g) * weight_error;
         value_magnitude[value_row + static_cast<size_t>(ch)] += std::fabs(corner.weight * a * g);
@@ -275,27 +288,27 @@ Bounds ErrorBounds(const Problem& p) {
       }
     }
     const double terms = static_cast<double>(pt.corners.size() * static_cast<size_t>(s.c));
-    b.attn[static_cast<size_t>(point)] = attn_part + (terms + 4.0) * kU * attn_magnitude;
+    b.attn[static_cast<size_t>(point)] = attn_part + (terms + 4.0) * u * attn_magnitude;
     b.location[static_cast<size_t>(2 * point)] =
-        std::fabs(static_cast<double>(p.Width(l)) * a) * (x_part + (terms + 6.0) * kU * x_magnitude);
+        std::fabs(static_cast<double>(p.Width(l)) * a) * (x_part + (terms + 6.0) * u * x_magnitude);
     b.location[static_cast<size_t>(2 * point + 1)] =
-        std::fabs(static_cast<double>(p.Height(l)) * a) * (y_part + (terms + 6.0) * kU * y_magnitude);
+        std::fabs(static_cast<double>(p.Height(l)) * a) * (y_part + (terms + 6.0) * u * y_magnitude);
   }
   const double out_terms = static_cast<double>(s.nl * s.np * 4);
-  for (size_t i = 0; i < b.out.size(); ++i) b.out[i] += (out_terms + 4.0) * kU * out_magnitude[i];
-  for (size_t i = 0; i < b.value.size(); ++i) b.value[i] += (value_terms[i] + 4.0) * kU * value_magnitude[i];
+  for (size_t i = 0; i < b.out.size(); ++i) b.out[i] += (out_terms + 4.0) * u * out_magnitude[i];
+  for (size_t i = 0; i < b.value.size(); ++i) b.value[i] += (value_terms[i] + 4.0) * u * value_magnitude[i];
   return b;
 }
 
 void ExpectForwardMatches(const std::vector<double>& actual, const Problem& p, aclDataType dtype) {
-  ExpectClose("output", actual, ReferenceForward(p), ErrorBounds(p).out, dtype);
+  ExpectClose("output", actual, ReferenceForward(p), ErrorBounds(p, UnitRoundoff(dtype)).out, dtype);
 }
 
 // The gradients against the reference; a point without a valid corner must get exactly zero gradients.
 void ExpectBackwardMatches(const std::vector<double>& grad_value, const std::vector<double>& grad_location,
                            const std::vector<double>& grad_attn, const Problem& p, aclDataType dtype) {
   const Gradients expected = ReferenceBackward(p);
-  const Bounds bounds = ErrorBounds(p);
+  const Bounds bounds = ErrorBounds(p, UnitRoundoff(dtype));
   ExpectClose("gradValue", grad_value, expected.value, bounds.value, dtype);
   ExpectClose("gradLocation", grad_location, expected.location, bounds.location, dtype);
   ExpectClose("gradAttnWeight", grad_attn, expected.attn, bounds.attn, dtype);
@@ -427,12 +440,16 @@ void CheckBackward(const Problem& p, const CallConfig& setup, const Layouts& lay
 // ------------------------------------------------------------------------------------------------------------
 // Sweep: every dtype x gradOutput rank x index dtypes (spatialShape, levelStartIndex), forward and backward, on
 // shapes with one 1x1 level (every point of a query hits the same key), levels of 1-pixel rows and columns, several
-// levels of different sizes, c from 8 to 40 (not a multiple of 16 or 32) and repeated keys (nq * points >> nk).
+// levels of different sizes, c from 8 to 40 (not a multiple of 16 or 32), c = 4, 30, 71 and 1025 (outside CANN's
+// rule: the generic kernels) and repeated keys (nq * points >> nk).
 
 const Sizes kSweepSizes[] = {
     {1, 1, 8, 3, 1, {{1, 1}}},          {2, 2, 8, 5, 2, {{4, 6}, {2, 3}, {1, 5}, {3, 1}}},
     {1, 3, 16, 4, 3, {{5, 7}, {2, 2}}}, {2, 1, 24, 3, 4, {{6, 5}, {3, 3}, {1, 1}}},
     {1, 2, 40, 2, 2, {{7, 3}}},         {1, 4, 8, 7, 1, {{2, 9}, {9, 2}, {3, 4}}},
+    // Channel counts beyond CANN's rule (the generic kernels): mmcv's test sizes.
+    {1, 2, 4, 3, 2, {{3, 4}, {2, 2}}},  {2, 1, 30, 2, 2, {{4, 3}}},
+    {1, 1, 71, 3, 1, {{2, 5}, {1, 1}}}, {1, 1, 1025, 2, 2, {{3, 2}}},
 };
 
 std::vector<CallConfig> SweepConfigs() {
@@ -456,11 +473,14 @@ class MsdaSweep : public testing::TestWithParam<CallConfig> {};
 
 TEST_P(MsdaSweep, ForwardAndBackwardMatchReference) {
   const CallConfig setup = GetParam();
+  if (CpuOnlyCase(setup.dtype)) GTEST_SKIP() << CpuOnlyCaseReason();
   uint64_t seed = ConfigSeed(setup) * 100;
   optest::TestStream stream;
   for (const Sizes& z : kSweepSizes) {
     SCOPED_TRACE(SizesName(z));
-    const Problem p = MakeProblem(z, setup.dtype, ++seed);
+    ++seed;
+    if (CpuOnlyCase(setup.dtype, z.c)) continue;
+    const Problem p = MakeProblem(z, setup.dtype, seed);
     CheckForward(p, setup, AllLayouts(Layout::kContiguous), stream.get());
     CheckBackward(p, setup, AllLayouts(Layout::kContiguous), stream.get());
   }
@@ -505,6 +525,7 @@ const char* OperandName(int operand, bool forward) {
 const Sizes kLayoutSizes = {2, 2, 16, 4, 2, {{3, 5}, {2, 2}, {1, 3}}};
 
 void CheckLayouts(aclDataType dtype, bool forward) {
+  if (CpuOnlyCase(dtype)) GTEST_SKIP() << CpuOnlyCaseReason();
   int case_index = 0;
   for (int operand = 0; operand <= kOperandCount; ++operand) {
     if (forward && operand >= kGradValue && operand < kOperandCount) continue;
@@ -575,7 +596,8 @@ double Loss(const Problem& p, const CallConfig& setup) {
 // Checks sum(gradient * (plus - minus)) against L(plus) - L(minus), where `member` of the problem is varied.
 void ExpectDirectionalDerivative(const char* what, const Problem& p, const CallConfig& setup,
                                  std::vector<double> Problem::*member, const std::vector<double>& plus,
-                                 const std::vector<double>& minus, const std::vector<double>& gradient) {
+                                 const std::vector<double>& minus, const std::vector<double>& gradient,
+                                 double tolerance) {
   Problem p_plus = p, p_minus = p;
   p_plus.*member = plus;
   p_minus.*member = minus;
@@ -586,22 +608,28 @@ void ExpectDirectionalDerivative(const char* what, const Problem& p, const CallC
     magnitude += std::fabs(gradient[i] * (plus[i] - minus[i]));
   }
   EXPECT_GT(magnitude, 0.0) << what;
-  EXPECT_NEAR(difference, predicted, 1e-4 * magnitude)
+  EXPECT_NEAR(difference, predicted, tolerance * magnitude)
       << what << ": difference " << difference << ", predicted " << predicted;
 }
 
-class MsdaGradient : public testing::TestWithParam<int> {};
+// (gradOutput rank, dtype). DOUBLE (the generic kernels, fp64 throughout) is held to 1e-9 instead of 1e-4, and
+// with 12 channels (not a multiple of 8), as mmcv's gradcheck runs it.
+class MsdaGradient : public testing::TestWithParam<std::tuple<int, aclDataType>> {};
 
 TEST_P(MsdaGradient, BackwardMatchesDifferencesOfOperatorForward) {
   CallConfig setup;
-  setup.grad_rank = GetParam();
-  const Sizes z = {2, 2, 8, 6, 3, {{6, 8}, {3, 4}, {2, 1}}};
+  setup.grad_rank = std::get<0>(GetParam());
+  setup.dtype = std::get<1>(GetParam());
+  if (CpuOnlyCase(setup.dtype)) GTEST_SKIP() << CpuOnlyCaseReason();
+  const bool fp64 = setup.dtype == ACL_DOUBLE;
+  const double tolerance = fp64 ? 1e-9 : 1e-4;
+  const Sizes z = {2, 2, fp64 ? 12 : 8, 6, 3, {{6, 8}, {3, 4}, {2, 1}}};
   std::mt19937_64 rng(9000 + static_cast<uint64_t>(setup.grad_rank));
-  Problem p = MakeProblem(z, ACL_FLOAT, 9100 + static_cast<uint64_t>(setup.grad_rank));
-  DrawLocations(rng, &p, ACL_FLOAT, 0.02, false);
+  Problem p = MakeProblem(z, setup.dtype, 9100 + static_cast<uint64_t>(setup.grad_rank));
+  DrawLocations(rng, &p, setup.dtype, 0.02, false);
 
   DeviceProblem d(p, setup);
-  DeviceGradients grads(p, ACL_FLOAT);
+  DeviceGradients grads(p, setup.dtype);
   ASSERT_EQ(RunBackward(d, grads.value.get(), grads.location.get(), grads.attn.get()), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
 
@@ -617,10 +645,10 @@ TEST_P(MsdaGradient, BackwardMatchesDifferencesOfOperatorForward) {
     const int64_t l = p.LevelOf(static_cast<int64_t>(i / 2));
     const double size = static_cast<double>(i % 2 == 0 ? p.Width(l) : p.Height(l));
     const double step = signed_step(grad_location[i], 0.005 / size);
-    plus[i] = optest::RoundToDType(p.location[i] + step, ACL_FLOAT);
-    minus[i] = optest::RoundToDType(p.location[i] - step, ACL_FLOAT);
+    plus[i] = optest::RoundToDType(p.location[i] + step, setup.dtype);
+    minus[i] = optest::RoundToDType(p.location[i] - step, setup.dtype);
   }
-  ExpectDirectionalDerivative("gradLocation", p, setup, &Problem::location, plus, minus, grad_location);
+  ExpectDirectionalDerivative("gradLocation", p, setup, &Problem::location, plus, minus, grad_location, tolerance);
 
   // attnWeight and value: steps of at most 1e-3.
   for (auto [what, member, gradient] : {std::make_tuple("gradAttnWeight", &Problem::attn, grads.attn.Read()),
@@ -629,16 +657,19 @@ TEST_P(MsdaGradient, BackwardMatchesDifferencesOfOperatorForward) {
     std::vector<double> up(base.size()), down(base.size());
     for (size_t i = 0; i < base.size(); ++i) {
       const double step = signed_step(gradient[i], 1e-3);
-      up[i] = optest::RoundToDType(base[i] + step, ACL_FLOAT);
-      down[i] = optest::RoundToDType(base[i] - step, ACL_FLOAT);
+      up[i] = optest::RoundToDType(base[i] + step, setup.dtype);
+      down[i] = optest::RoundToDType(base[i] - step, setup.dtype);
     }
-    ExpectDirectionalDerivative(what, p, setup, member, up, down, gradient);
+    ExpectDirectionalDerivative(what, p, setup, member, up, down, gradient, tolerance);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaGradient, testing::Values(3, 4),
-                         [](const testing::TestParamInfo<int>& param_info) {
-                           return "grad" + std::to_string(param_info.param) + "D";
+INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaGradient,
+                         testing::Values(std::make_tuple(3, ACL_FLOAT), std::make_tuple(4, ACL_FLOAT),
+                                         std::make_tuple(3, ACL_DOUBLE)),
+                         [](const testing::TestParamInfo<std::tuple<int, aclDataType>>& param_info) {
+                           return "grad" + std::to_string(std::get<0>(param_info.param)) + "D_" +
+                                  optest::DTypeName(std::get<1>(param_info.param));
                          });
 
 // ------------------------------------------------------------------------------------------------------------
@@ -845,6 +876,7 @@ class MsdaHostile : public testing::TestWithParam<aclDataType> {};
 
 TEST_P(MsdaHostile, SpatialShapeLevelStartAndLocationsMatchReference) {
   const aclDataType dtype = GetParam();
+  if (CpuOnlyCase(dtype)) GTEST_SKIP() << CpuOnlyCaseReason();
   uint64_t seed = 7000 + static_cast<uint64_t>(dtype) * 100;
   int64_t contributing = 0;
   for (const HostileSet& set : HostileSets()) {
@@ -881,6 +913,7 @@ TEST_P(MsdaHostile, SpatialShapeLevelStartAndLocationsMatchReference) {
 // 64-bit arithmetic (it must not: the exact value is far past nk).
 TEST_P(MsdaHostile, ExactZeroLocationsOnHugeLevels) {
   const aclDataType dtype = GetParam();
+  if (CpuOnlyCase(dtype)) GTEST_SKIP() << CpuOnlyCaseReason();
   const std::vector<LevelSpec> levels = {{kTwoTo62, 3, 0}, {3, kTwoTo62, 4},        {1065353216, 2, 10},
                                          {4, 4, -12},      {kTwoTo62, kTwoTo62, 0}, {4, 4, 28}};
   Problem p = MakeProblemWithLevels(1, kHostileNk, 2, 8, 4, 2, levels, dtype, 7500);
@@ -915,6 +948,7 @@ TEST_P(MsdaHostile, ExactZeroLocationsOnHugeLevels) {
 // the map's width overflows (the spec's rule for points with no valid corner).
 TEST_P(MsdaHostile, NoValidCornerGivesZeroGradientsForAnyAttentionWeight) {
   const aclDataType dtype = GetParam();
+  if (CpuOnlyCase(dtype)) GTEST_SKIP() << CpuOnlyCaseReason();
   // Level 0 lies past nk, level 1 before 0, level 2 is 2^62 wide past nk; level 3 is valid (contributions).
   const std::vector<LevelSpec> levels = {{3, 3, kHostileNk}, {2, 4, -20}, {2, kTwoTo62, 40}, {3, 4, 10}};
   Problem p = MakeProblemWithLevels(2, kHostileNk, 2, 8, 5, 3, levels, dtype, 7600);

@@ -141,19 +141,21 @@ def msda_reference(value, shapes, starts, locations, weights):
     return out.reshape(bs, nq, nh * c)
 
 
-def msda_problem(dtype, seed):
+def msda_problem(dtype, seed, channels=8, queries=7):
     g = torch.Generator().manual_seed(seed)
     shapes = torch.tensor([[6, 5], [3, 4]], dtype=torch.int64)
     starts = torch.tensor([0, 30], dtype=torch.int64)
-    value = torch.randn(2, 42, 2, 8, generator=g, dtype=torch.float64).to(dtype)
-    locations = (torch.rand(2, 7, 2, 2, 3, 2, generator=g, dtype=torch.float64) * 1.1 - 0.05).to(dtype)
-    weights = torch.rand(2, 7, 2, 2, 3, generator=g, dtype=torch.float64).to(dtype)
+    value = torch.randn(2, 42, 2, channels, generator=g, dtype=torch.float64).to(dtype)
+    locations = (torch.rand(2, queries, 2, 2, 3, 2, generator=g, dtype=torch.float64) * 1.1 - 0.05).to(dtype)
+    weights = torch.rand(2, queries, 2, 2, 3, generator=g, dtype=torch.float64).to(dtype)
     return value, shapes, starts, locations, weights
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
-def test_msda_forward_and_gradients(dtype):
-    value, shapes, starts, locations, weights = msda_problem(dtype, 6)
+# DOUBLE and channel counts outside CANN's rule (mmcv's test sizes) are the C operator's CPU extension.
+@pytest.mark.parametrize("dtype,channels", [(d, 8) for d in FLOAT_DTYPES] +
+                         [(torch.float64, c) for c in (4, 30, 32, 71, 1025)] + [(torch.float32, 30)])
+def test_msda_forward_and_gradients(dtype, channels):
+    value, shapes, starts, locations, weights = msda_problem(dtype, 6, channels)
     inputs = [t.clone().requires_grad_() for t in (value, locations, weights)]
     out = pa.multi_scale_deformable_attn(inputs[0], shapes, starts, inputs[1], inputs[2])
     refs = [t.detach().double().requires_grad_() for t in inputs]
@@ -164,6 +166,15 @@ def test_msda_forward_and_gradients(dtype):
     ref.backward(dy)
     for ours, theirs, scale in zip(inputs, refs, (1.0, 30.0, 4.0)):
         close(ours.grad, theirs.grad.numpy(), dtype, scale=scale)
+
+
+@pytest.mark.parametrize("channels", [4, 30])
+def test_msda_gradcheck_in_double_through_mmcv(channels):
+    value, shapes, starts, locations, weights = msda_problem(torch.float64, 10, channels, queries=2)
+    inputs = tuple(t.clone().requires_grad_() for t in (value, locations, weights))
+    assert torch.autograd.gradcheck(
+        lambda v, loc, w: mmcv.MultiScaleDeformableAttnFunction.apply(v, shapes, starts, loc, w, 64), inputs,
+        eps=1e-6, atol=1e-7)
 
 
 def test_msda_compat_names_agree():

@@ -34,6 +34,7 @@ PACL_HOST_DEVICE_INLINE bool IsFinite(float x) { return isfinite(x); }
 PACL_HOST_DEVICE_INLINE bool IsFinite(double x) { return isfinite(x); }
 // a * b + c rounded once.
 PACL_HOST_DEVICE_INLINE float Fma(float a, float b, float c) { return fmaf(a, b, c); }
+PACL_HOST_DEVICE_INLINE double Fma(double a, double b, double c) { return fma(a, b, c); }
 #else
 inline float Floor(float x) { return std::floor(x); }
 inline double Floor(double x) { return std::floor(x); }
@@ -46,6 +47,7 @@ inline bool IsNan(double x) { return std::isnan(x); }
 inline bool IsFinite(float x) { return std::isfinite(x); }
 inline bool IsFinite(double x) { return std::isfinite(x); }
 inline float Fma(float a, float b, float c) { return std::fma(a, b, c); }
+inline double Fma(double a, double b, double c) { return std::fma(a, b, c); }
 #endif
 
 // The bits of a float, and back.

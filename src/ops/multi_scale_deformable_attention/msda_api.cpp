@@ -21,11 +21,12 @@ using NamedTensor = std::pair<const TensorDesc*, const char*>;
 
 long long LL(int64_t v) { return static_cast<long long>(v); }
 
-// The float tensors FLOAT, FLOAT16 or BFLOAT16, all of value's dtype; the index tensors INT32 or INT64.
+// The float tensors FLOAT, FLOAT16, BFLOAT16 or (an extension beyond CANN) DOUBLE, all of value's dtype; the index
+// tensors INT32 or INT64.
 bool CheckDTypes(OpChecker& check, const MsdaInputs& in, std::initializer_list<NamedTensor> float_tensors) {
-  if (!check.DType(in.value, "value", {ACL_FLOAT, ACL_FLOAT16, ACL_BF16})) return false;
+  if (!check.DType(in.value, "value", {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE})) return false;
   for (const auto& [desc, param] : float_tensors) {
-    if (!check.DType(*desc, param, {ACL_FLOAT, ACL_FLOAT16, ACL_BF16})) return false;
+    if (!check.DType(*desc, param, {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE})) return false;
     if (!check.SameDType(in.value, "value", *desc, param)) return false;
   }
   return check.DType(in.spatial_shape, "spatialShape", {ACL_INT32, ACL_INT64}) &&
@@ -86,9 +87,8 @@ bool CheckInputs(OpChecker& check, const MsdaInputs& in, MsdaShape* shape) {
   shape->levels = location[3];
   shape->queries = location[1];
   shape->points = location[4];
-  return check.Check(shape->channels >= kChannelMultiple && shape->channels <= kMaxChannels &&
-                         shape->channels % kChannelMultiple == 0,
-                     "channels (dim 3 of value) must be a multiple of 8 in [8, 256], got %lld (value shape %s)",
+  // CANN's rule is a multiple of 8 in [8, 256]; any other count runs on the CPU's generic kernels (an extension).
+  return check.Check(shape->channels >= 1, "channels (dim 3 of value) must be at least 1, got %lld (value shape %s)",
                      LL(shape->channels), value_shape.c_str()) &&
          check.Check(shape->queries < kMaxQueriesExclusive,
                      "num_queries (dim 1 of location) must be less than 500000, got %lld", LL(shape->queries)) &&

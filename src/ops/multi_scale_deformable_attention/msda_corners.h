@@ -37,46 +37,50 @@ PACL_HOST_DEVICE_INLINE bool ExactKey(int64_t start, int64_t y, int64_t width, i
 // Corner k (0: (y0, x0), 1: (y0, x0 + 1), 2: (y0 + 1, x0), 3: (y0 + 1, x0 + 1)) of a point: its key (-1 when it is
 // outside the map or the key outside [0, nk): never read or written), bilinear weight, and the weight's
 // derivatives with respect to the pixel position x and y.
-struct PointCorners {
+// T: the arithmetic type, float (every dtype on the vector and CUDA paths) or double (DOUBLE, the generic CPU path).
+template <class T>
+struct PointCornersOf {
   int64_t key[4];
-  float weight[4];
-  float d_dx[4];
-  float d_dy[4];
+  T weight[4];
+  T d_dx[4];
+  T d_dy[4];
 };
+using PointCorners = PointCornersOf<float>;
 
 // The corners of the point at location (loc_x, loc_y) in [0, 1] on a height x width map starting at key `start`
 // (pixel position loc * size - 0.5, fused). False when the point has no valid corner: it lies outside
 // (-1, W) x (-1, H) (or is NaN), or every corner's key falls outside [0, keys) (possible only with inconsistent
 // levels); the caller then drops the point (its attention weight counts as 0, so its gradients are exactly 0 even
 // for a NaN, infinite or huge weight).
-PACL_HOST_DEVICE_INLINE bool ComputeCorners(int64_t height, int64_t width, int64_t start, int64_t keys, float loc_x,
-                                            float loc_y, PointCorners* corners) {
+template <class T>
+PACL_HOST_DEVICE_INLINE bool ComputeCorners(int64_t height, int64_t width, int64_t start, int64_t keys, T loc_x,
+                                            T loc_y, PointCornersOf<T>* corners) {
   for (int k = 0; k < 4; ++k) {
     corners->key[k] = -1;
-    corners->weight[k] = 0.0f;
-    corners->d_dx[k] = 0.0f;
-    corners->d_dy[k] = 0.0f;
+    corners->weight[k] = T(0);
+    corners->d_dx[k] = T(0);
+    corners->d_dy[k] = T(0);
   }
-  const float width_f = static_cast<float>(width);
-  const float height_f = static_cast<float>(height);
+  const T width_f = static_cast<T>(width);
+  const T height_f = static_cast<T>(height);
   // Fused, as the CPU's vector path computes them: the same bits on every path, target and device.
-  const float x = hd::Fma(loc_x, width_f, -0.5f);
-  const float y = hd::Fma(loc_y, height_f, -0.5f);
-  if (!(x > -1.0f && x < width_f && y > -1.0f && y < height_f)) return false;
+  const T x = hd::Fma(loc_x, width_f, T(-0.5));
+  const T y = hd::Fma(loc_y, height_f, T(-0.5));
+  if (!(x > T(-1) && x < width_f && y > T(-1) && y < height_f)) return false;
   // x and y lie in (-1, 2^63): their floors convert exactly.
-  const float floor_x = hd::Floor(x);
-  const float floor_y = hd::Floor(y);
+  const T floor_x = hd::Floor(x);
+  const T floor_y = hd::Floor(y);
   const int64_t x0 = static_cast<int64_t>(floor_x);
   const int64_t y0 = static_cast<int64_t>(floor_y);
-  const float ax = x - floor_x;
-  const float ay = y - floor_y;
-  const float bx = 1.0f - ax;
-  const float by = 1.0f - ay;
+  const T ax = x - floor_x;
+  const T ay = y - floor_y;
+  const T bx = T(1) - ax;
+  const T by = T(1) - ay;
   const int64_t corner_y[4] = {y0, y0, y0 + 1, y0 + 1};
   const int64_t corner_x[4] = {x0, x0 + 1, x0, x0 + 1};
-  const float weight[4] = {by * bx, by * ax, ay * bx, ay * ax};
-  const float d_dx[4] = {-by, by, -ay, ay};
-  const float d_dy[4] = {-bx, -ax, bx, ax};
+  const T weight[4] = {by * bx, by * ax, ay * bx, ay * ax};
+  const T d_dx[4] = {-by, by, -ay, ay};
+  const T d_dy[4] = {-bx, -ax, bx, ax};
   bool any_valid = false;
   for (int k = 0; k < 4; ++k) {
     int64_t key = 0;

@@ -16,7 +16,9 @@ struct KernelContext;
 
 namespace pacl::msda {
 
-// Limits of the API (the seeds' constraints).
+// Limits of the API (the seeds' constraints). The channel rule (a multiple of 8 in [8, 256]) and the dtypes
+// (FLOAT, FLOAT16, BFLOAT16) are CANN's; beyond them (DOUBLE, any c >= 1) the CPU runs its generic kernels, an
+// extension for mmcv's callers (cpu/msda_cpu_generic.cpp).
 inline constexpr int64_t kMaxChannels = 256;
 inline constexpr int64_t kChannelMultiple = 8;
 inline constexpr int64_t kMaxQueriesExclusive = 500000;
@@ -112,6 +114,13 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params);
 // The CPU kernels (phase 2). workspace holds at least params.workspace.bytes bytes (nullptr when that is 0).
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace);
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace);
+
+// The generic CPU kernels (cpu/msda_cpu_generic.cpp) for what the vector ones do not take: DOUBLE, or channels not a
+// multiple of 8 or above 256 (VectorKernelsTake false). The forward needs no workspace.
+bool VectorKernelsTake(const MsdaShape& shape, aclDataType dtype);
+WorkspacePlan PlanGenericBackwardWorkspace(const BackwardParams& params);
+aclnnStatus RunForwardCpuGeneric(const ForwardParams& params, void* workspace);
+aclnnStatus RunBackwardCpuGeneric(const BackwardParams& params, void* workspace);
 
 // The CUDA implementations (cuda/msda_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA), enqueued on the
 // context's CUDA stream. The backward has two: deterministic (gradValue gathered through a sort of the corner

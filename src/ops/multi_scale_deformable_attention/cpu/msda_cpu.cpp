@@ -53,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "multi_scale_deformable_attention/cpu/msda_levels.h"
 #include "multi_scale_deformable_attention/msda_corners.h"
 #include "multi_scale_deformable_attention/msda_params.h"
 #include "pacl/convert.h"
@@ -315,43 +316,6 @@ namespace {
 
 constexpr int64_t kQueriesPerTask = 1024;
 constexpr int64_t kFastMaxMapSide = int64_t{1} << 24;
-
-int64_t LoadIndex(const TensorDesc& t, int64_t element) {
-  const char* base = static_cast<const char*>(t.data);
-  if (t.dtype == ACL_INT32) {
-    int32_t v;
-    std::memcpy(&v, base + element * 4, sizeof v);
-    return v;
-  }
-  int64_t v;
-  std::memcpy(&v, base + element * 8, sizeof v);
-  return v;
-}
-
-// One feature map as the caller described it (untrusted).
-struct Level {
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t start = 0;
-  bool map_in_keys = false;  // every pixel of the map is a key in [0, nk): corners need no key check
-};
-
-std::vector<Level> ReadLevels(const TensorDesc& spatial_shape, const TensorDesc& level_start_index, int64_t levels,
-                              int64_t keys) {
-  std::vector<Level> result(static_cast<size_t>(levels));
-  for (int64_t l = 0; l < levels; ++l) {
-    Level& level = result[static_cast<size_t>(l)];
-    const int64_t row = spatial_shape.offset + l * spatial_shape.strides[0];
-    level.height = LoadIndex(spatial_shape, row);
-    level.width = LoadIndex(spatial_shape, row + spatial_shape.strides[1]);
-    level.start = LoadIndex(level_start_index, level_start_index.offset + l * level_start_index.strides[0]);
-    int64_t area = 0;
-    level.map_in_keys = level.height > 0 && level.width > 0 &&
-                        !__builtin_mul_overflow(level.height, level.width, &area) && level.start >= 0 &&
-                        level.start <= keys && area <= keys - level.start;
-  }
-  return result;
-}
 
 bool FastPathApplies(const std::vector<Level>& levels, int64_t keys) {
   if (keys > INT32_MAX) return false;
