@@ -549,29 +549,30 @@ TEST(ScaledMaskedSoftmaxRun, NullExecutor) {
 TEST(ScaledMaskedSoftmaxStorage, TensorLargerThanItsAllocationIsRefused) {
   const int64_t shape[4] = {1, 1, 2, 16};
   const int64_t strides[4] = {32, 32, 16, 1};
-  void* x_data = nullptr;
-  void* y_data = nullptr;
-  void* mask_data = nullptr;
-  ASSERT_EQ(aclrtMalloc(&x_data, 16 * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  ASSERT_EQ(aclrtMalloc(&y_data, 32 * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  ASSERT_EQ(aclrtMalloc(&mask_data, 32, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  aclTensor* x = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, x_data);
-  aclTensor* y = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, y_data);
-  aclTensor* mask = aclCreateTensor(shape, 4, ACL_BOOL, strides, 0, ACL_FORMAT_ND, shape, 4, mask_data);
+  // x gets 16 floats, y 32, the mask 32 bytes.
+  const struct {
+    aclDataType dtype;
+    size_t bytes;
+  } operands[3] = {{ACL_FLOAT, 16 * sizeof(float)}, {ACL_FLOAT, 32 * sizeof(float)}, {ACL_BOOL, 32}};
+  void* data[3] = {};
+  aclTensor* tensors[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(aclrtMalloc(&data[i], operands[i].bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    tensors[i] = aclCreateTensor(shape, 4, operands[i].dtype, strides, 0, ACL_FORMAT_ND, shape, 4, data[i]);
+  }
   uint64_t workspace = 0;
   aclOpExecutor* executor = nullptr;
-  EXPECT_EQ(aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, 1.0, false, y, &workspace, &executor),
+  EXPECT_EQ(aclnnScaledMaskedSoftmaxGetWorkspaceSize(tensors[0], tensors[2], 1.0, false, tensors[1], &workspace,
+                                                     &executor),
             ACLNN_ERR_PARAM_INVALID);
   const std::string message = optest::RecentErrorMessage();
   for (const char* part : {kForward, "x storage (32 elements of 4 bytes: 128 bytes", "(64 bytes at"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
   }
-  aclDestroyTensor(x);
-  aclDestroyTensor(y);
-  aclDestroyTensor(mask);
-  EXPECT_EQ(aclrtFree(x_data), ACL_SUCCESS);
-  EXPECT_EQ(aclrtFree(y_data), ACL_SUCCESS);
-  EXPECT_EQ(aclrtFree(mask_data), ACL_SUCCESS);
+  for (int i = 0; i < 3; ++i) {
+    aclDestroyTensor(tensors[i]);
+    EXPECT_EQ(aclrtFree(data[i]), ACL_SUCCESS);
+  }
 }
 
 }  // namespace
