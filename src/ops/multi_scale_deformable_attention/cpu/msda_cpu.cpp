@@ -53,7 +53,7 @@
 #include <utility>
 #include <vector>
 
-#include "multi_scale_deformable_attention/cpu/msda_levels.h"
+#include "multi_scale_deformable_attention/cpu/msda_cpu_common.h"
 #include "multi_scale_deformable_attention/msda_corners.h"
 #include "multi_scale_deformable_attention/msda_params.h"
 #include "pacl/convert.h"
@@ -359,11 +359,6 @@ struct RowPoints {
   alignas(64) float y_grad[kMaxRowPoints];
 };
 
-// Element index of (b, q, h, l, p) in location (coordinate 0) / attnWeight / their gradients.
-int64_t PointElement(const TensorDesc& t, int64_t b, int64_t q, int64_t h, int64_t l, int64_t p) {
-  return t.offset + b * t.strides[0] + q * t.strides[1] + h * t.strides[2] + l * t.strides[3] + p * t.strides[4];
-}
-
 // The per-call facts the row functions share.
 struct Sampler {
   const MsdaShape& shape;
@@ -493,10 +488,6 @@ RowTable<T> WorkspaceRows(char* aligned_workspace, int64_t byte_offset, const Ms
           s.keys * s.channels};
 }
 
-int64_t ElementOf(const TensorDesc& t, int64_t b, int64_t key, int64_t h) {
-  return t.offset + b * t.strides[0] + key * t.strides[1] + h * t.strides[2];
-}
-
 // value as fp32 rows: in place, or converted into the workspace copy (in parallel over (image, key)).
 RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, char* workspace, int64_t copy_offset) {
   if (copy_offset < 0) return InPlaceRows<const float>(value);
@@ -516,8 +507,7 @@ RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, cha
 
 // Address of row (b, q, h) of output / gradOutput.
 char* HeadRowAddress(const HeadRows& rows, int64_t b, int64_t q, int64_t h) {
-  const int64_t element = rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride;
-  return rows.desc.ElementAt(element);
+  return rows.desc.ElementAt(HeadRowElement(rows, b, q, h, 0));
 }
 
 Sampler MakeSampler(const MsdaShape& shape, const MsdaInputs& in) {

@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "multi_scale_deformable_attention/cpu/msda_levels.h"
+#include "multi_scale_deformable_attention/cpu/msda_cpu_common.h"
 #include "multi_scale_deformable_attention/msda_corners.h"
 #include "multi_scale_deformable_attention/msda_params.h"
 #include "pacl/dtype.h"
@@ -65,19 +65,6 @@ void StoreAs(const TensorDesc& t, int64_t element, Acc value) {
     }
     std::memcpy(static_cast<char*>(t.data) + element * static_cast<int64_t>(sizeof(T)), &v, sizeof v);
   });
-}
-
-int64_t PointElement(const TensorDesc& t, int64_t b, int64_t q, int64_t h, int64_t l, int64_t p) {
-  return t.offset + b * t.strides[0] + q * t.strides[1] + h * t.strides[2] + l * t.strides[3] + p * t.strides[4];
-}
-
-int64_t ValueElement(const TensorDesc& t, int64_t b, int64_t key, int64_t h, int64_t c) {
-  return t.offset + b * t.strides[0] + key * t.strides[1] + h * t.strides[2] + c * t.strides[3];
-}
-
-int64_t HeadRowElement(const HeadRows& rows, int64_t b, int64_t q, int64_t h, int64_t c) {
-  return rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride +
-         c * rows.channel_stride;
 }
 
 // A sample point: its corners, its attention weight (0 when it has no valid corner: it is dropped) and its level's
@@ -122,7 +109,7 @@ void Forward(const ForwardParams& params) {
             const int64_t key = point.corners.key[k];
             if (key < 0) continue;
             const Acc w = point.attn * point.corners.weight[k];
-            const int64_t first = ValueElement(in.value, b, key, h, 0);
+            const int64_t first = ElementOf(in.value, b, key, h);
             for (int64_t c = 0; c < s.channels; ++c) {
               Acc& sum = sums[static_cast<size_t>(c)];
               sum = hd::Fma(w, LoadAs<Acc>(in.value, first + c * in.value.strides[3]), sum);
@@ -164,7 +151,7 @@ void Backward(const BackwardParams& params, Acc* sums) {
               const int64_t key = point.corners.key[k];
               if (key < 0) continue;  // never for a dropped point: all its keys are -1
               const Acc scatter = point.attn * point.corners.weight[k];
-              const int64_t first = ValueElement(in.value, b, key, h, 0);
+              const int64_t first = ElementOf(in.value, b, key, h);
               Acc* key_sums = plane_sums + key * s.channels;
               Acc dot = 0;
               for (int64_t c = 0; c < s.channels; ++c) {
@@ -194,7 +181,9 @@ void Backward(const BackwardParams& params, Acc* sums) {
       const Acc* plane_sums = sums + plane * plane_size;
       for (int64_t key = 0; key < s.keys; ++key) {
         for (int64_t c = 0; c < s.channels; ++c) {
-          StoreAs(params.grad_value, ValueElement(params.grad_value, b, key, h, c), plane_sums[key * s.channels + c]);
+          const TensorDesc& grad_value = params.grad_value;
+          StoreAs(grad_value, ElementOf(grad_value, b, key, h) + c * grad_value.strides[3],
+                  plane_sums[key * s.channels + c]);
         }
       }
     }

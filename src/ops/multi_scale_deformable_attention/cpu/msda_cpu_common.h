@@ -1,12 +1,14 @@
-// The feature maps of a call as the CPU kernels read them in phase 2 from spatialShape and levelStartIndex (device
-// data, never trusted), shared by the vector kernels (msda_cpu.cpp) and the generic ones (msda_cpu_generic.cpp).
-#ifndef PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_CPU_MSDA_LEVELS_H_
-#define PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_CPU_MSDA_LEVELS_H_
+// What the vector kernels (msda_cpu.cpp) and the generic ones (msda_cpu_generic.cpp) share: the feature maps of a
+// call as read in phase 2 from spatialShape and levelStartIndex (device data, never trusted), and the element
+// addressing of the caller's views.
+#ifndef PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_CPU_MSDA_CPU_COMMON_H_
+#define PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_CPU_MSDA_CPU_COMMON_H_
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "multi_scale_deformable_attention/msda_params.h"
 #include "pacl/tensor.h"
 
 namespace pacl::msda {
@@ -49,6 +51,22 @@ inline std::vector<Level> ReadLevels(const TensorDesc& spatial_shape, const Tens
   return result;
 }
 
+// Element index of (b, q, h, l, p) in location (coordinate 0) / attnWeight / their gradients.
+inline int64_t PointElement(const TensorDesc& t, int64_t b, int64_t q, int64_t h, int64_t l, int64_t p) {
+  return t.offset + b * t.strides[0] + q * t.strides[1] + h * t.strides[2] + l * t.strides[3] + p * t.strides[4];
+}
+
+// Element index of channel 0 of row (b, key, h) of value / gradValue.
+inline int64_t ElementOf(const TensorDesc& t, int64_t b, int64_t key, int64_t h) {
+  return t.offset + b * t.strides[0] + key * t.strides[1] + h * t.strides[2];
+}
+
+// Element index of channel c of row (b, q, h) of output / gradOutput.
+inline int64_t HeadRowElement(const HeadRows& rows, int64_t b, int64_t q, int64_t h, int64_t c) {
+  return rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride +
+         c * rows.channel_stride;
+}
+
 }  // namespace pacl::msda
 
-#endif  // PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_CPU_MSDA_LEVELS_H_
+#endif  // PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_CPU_MSDA_CPU_COMMON_H_
