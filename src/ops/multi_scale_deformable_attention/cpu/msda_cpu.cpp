@@ -38,7 +38,8 @@
 // Backward: one task per (image, head), a split fixed by the shape alone. The task zeroes its gradValue plane,
 // walks its queries in ascending order and each row's corners in the fixed order, scattering attn * weight *
 // gradOutput into the plane and taking one dot product gradOutput . value row per corner (in the canonical order of
-// pacl/canonical_math-inl.h: 16 partial sums and a fixed tree, whatever the vector width); gradAttnWeight and
+// pacl/canonical_math-inl.h: 16 partial sums and a fixed tree, whatever the vector width; on 8- and 16-lane targets
+// four corners at a time, their trees reduced together, the rows still updated in corner order); gradAttnWeight and
 // gradLocation of a point combine its 4 dots. Every sum has one order whatever the thread count, schedule or
 // instruction set, and every multiply-add is fused on every target (the pixel position loc * W - 0.5 too, on the
 // vector and the scalar path): results are bit-identical run to run, for any number of threads and on every SIMD
@@ -106,6 +107,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = pacl::HWY_NAMESPACE::DSum;
 using DI = hn::RebindToSigned<DF>;
 using pacl::HWY_NAMESPACE::CanonicalSum;
+using pacl::HWY_NAMESPACE::CanonicalSums4;
+using pacl::HWY_NAMESPACE::CanonicalSums4InOneWalk;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
 // The tail of a channel row on targets with 16 lanes (c is a multiple of 8, not always of 16).
 using DF8 = hn::CappedTag<float, 8>;
@@ -238,41 +241,79 @@ void WeightedRowSum(const float* rows, int64_t key_stride, const int64_t* keys, 
 
 // For each corner (k ascending, then points ascending): dots[k][i] = grad . value row (in the canonical order of
 // pacl/canonical_math-inl.h), and the gradValue row of the key += attn[i] * weights[k][i] * grad. Corners with key
-// -1 get dots 0 and touch nothing.
+// -1 get dots 0 and touch nothing. The valid corners go four at a time (CanonicalSums4: one load of grad for four
+// rows, and their four sums reduced together); within a step the four rows are updated in corner order, so a row
+// that several of them update gets its additions in the same order as one corner at a time.
 void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
                     const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                     int64_t channels, const float* grad, float* dots) {
+  using V = hn::Vec<DF>;
+  int64_t valid[4 * kMaxRowPoints];  // corner indices k * stride + i with a key, in corner order
+  int64_t count = 0;
   for (int64_t k = 0; k < 4; ++k) {
     for (int64_t i = 0; i < points; ++i) {
       const int64_t at = k * stride + i;
-      const int64_t key = keys[at];
-      if (key < 0) {
+      if (keys[at] < 0) {
         dots[at] = 0.0f;
-        continue;
+      } else {
+        valid[count++] = at;
       }
-      const float* row = rows + key * key_stride;
-      float* grad_row = grad_rows + key * grad_key_stride;
-      const float scale = attn[i] * weights[at];
-      dots[at] = CanonicalSum(static_cast<size_t>(channels), [&](DF d, hn::Vec<DF> acc, size_t first, size_t count) {
-        const auto w = hn::Set(d, scale);
-        if (count == hn::Lanes(d)) {
-          const auto g = hn::LoadU(d, grad + first);
-          hn::StoreU(FusedMulAdd(d, w, g, hn::LoadU(d, grad_row + first)), d, grad_row + first);
-          return FusedMulAdd(d, g, hn::LoadU(d, row + first), acc);
-        }
-        // The last 8 channels on a 16-lane target: lanes past count are zero, and only count lanes are stored.
-        HWY_ALIGN float g_lanes[hn::MaxLanes(DF())] = {};
-        HWY_ALIGN float row_lanes[hn::MaxLanes(DF())] = {};
-        HWY_ALIGN float grad_row_lanes[hn::MaxLanes(DF())] = {};
-        std::memcpy(g_lanes, grad + first, count * sizeof(float));
-        std::memcpy(row_lanes, row + first, count * sizeof(float));
-        std::memcpy(grad_row_lanes, grad_row + first, count * sizeof(float));
-        const auto g = hn::Load(d, g_lanes);
-        hn::Store(FusedMulAdd(d, w, g, hn::Load(d, grad_row_lanes)), d, grad_row_lanes);
-        std::memcpy(grad_row + first, grad_row_lanes, count * sizeof(float));
-        return FusedMulAdd(d, g, hn::Load(d, row_lanes), acc);
-      });
     }
+  }
+  // grad . row, and grad_row += scale * grad, for channels [first, first + lanes).
+  auto corner_step = [&](DF d, size_t first, size_t lanes, const float* row, float* grad_row, V scale, V& acc) {
+    if (lanes == hn::Lanes(d)) {
+      const V g = hn::LoadU(d, grad + first);
+      hn::StoreU(FusedMulAdd(d, scale, g, hn::LoadU(d, grad_row + first)), d, grad_row + first);
+      acc = FusedMulAdd(d, g, hn::LoadU(d, row + first), acc);
+      return;
+    }
+    // The last 8 channels on a 16-lane target: lanes past `lanes` are zero, and only `lanes` lanes are stored.
+    HWY_ALIGN float g_lanes[hn::MaxLanes(DF())] = {};
+    HWY_ALIGN float row_lanes[hn::MaxLanes(DF())] = {};
+    HWY_ALIGN float grad_row_lanes[hn::MaxLanes(DF())] = {};
+    std::memcpy(g_lanes, grad + first, lanes * sizeof(float));
+    std::memcpy(row_lanes, row + first, lanes * sizeof(float));
+    std::memcpy(grad_row_lanes, grad_row + first, lanes * sizeof(float));
+    const V g = hn::Load(d, g_lanes);
+    hn::Store(FusedMulAdd(d, scale, g, hn::Load(d, grad_row_lanes)), d, grad_row_lanes);
+    std::memcpy(grad_row + first, grad_row_lanes, lanes * sizeof(float));
+    acc = FusedMulAdd(d, g, hn::Load(d, row_lanes), acc);
+  };
+  const DF d;
+  int64_t c = 0;
+  // corner_step stores, so it may go to CanonicalSums4 only where that calls it once per chunk for all four sums.
+  for (; CanonicalSums4InOneWalk() && c + 4 <= count; c += 4) {
+    const float* row[4];
+    float* grad_row[4];
+    V scale[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t at = valid[c + j];
+      row[j] = rows + keys[at] * key_stride;
+      grad_row[j] = grad_rows + keys[at] * grad_key_stride;
+      scale[j] = hn::Set(d, attn[at % stride] * weights[at]);
+    }
+    float four[4];
+    CanonicalSums4(
+        static_cast<size_t>(channels),
+        [&](DF dj, size_t first, size_t lanes, V& acc0, V& acc1, V& acc2, V& acc3) {
+          corner_step(dj, first, lanes, row[0], grad_row[0], scale[0], acc0);
+          corner_step(dj, first, lanes, row[1], grad_row[1], scale[1], acc1);
+          corner_step(dj, first, lanes, row[2], grad_row[2], scale[2], acc2);
+          corner_step(dj, first, lanes, row[3], grad_row[3], scale[3], acc3);
+        },
+        four);
+    for (int j = 0; j < 4; ++j) dots[valid[c + j]] = four[j];
+  }
+  for (; c < count; ++c) {
+    const int64_t at = valid[c];
+    const float* row = rows + keys[at] * key_stride;
+    float* grad_row = grad_rows + keys[at] * grad_key_stride;
+    const V scale = hn::Set(d, attn[at % stride] * weights[at]);
+    dots[at] = CanonicalSum(static_cast<size_t>(channels), [&](DF dj, V acc, size_t first, size_t lanes) {
+      corner_step(dj, first, lanes, row, grad_row, scale, acc);
+      return acc;
+    });
   }
 }
 
@@ -386,23 +427,88 @@ bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row)
   return any_valid;
 }
 
-// Reads the row's locations and attention weights and finds every point's corners.
-// out[l * points + p] = element (b, q, h, l, p) of location (coordinate `coordinate`) or attnWeight, as float: the
-// dtype is dispatched once per row, not per element. Element indices are formed only for elements of the view (a
-// pointer stepped past the last one could leave the storage: strides of size-1 dims may be anything).
-void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, int64_t coordinate,
-                     float* out) {
+// Whether the points of one (b, q, h) of a location-shaped (rank 6) or attnWeight-shaped (rank 5) tensor form one
+// contiguous block of levels * points * (2 or 1) elements, as in the layouts models use.
+bool PointsContiguous(const TensorDesc& t, const MsdaShape& s) {
+  const int64_t per_point = t.rank == 6 ? 2 : 1;
+  return (t.rank != 6 || t.strides[5] == 1) && t.strides[4] == per_point && t.strides[3] == s.points * per_point;
+}
+
+// out0[l * points + p] = element (b, q, h, l, p) of attnWeight, or of location's coordinate 0 with coordinate 1 in
+// out1, as float: the dtype is dispatched once per row, not per element. FLOAT blocks that are contiguous are
+// copied whole and split here (a few vector moves instead of a load per element). Element indices are formed only
+// for elements of the view (a pointer stepped past the last one could leave the storage: strides of size-1 dims may
+// be anything).
+void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, float* out0,
+                     float* out1) {
+  const int64_t count = s.levels * s.points;
+  const int64_t first = PointElement(t, b, q, h, 0, 0);
+  if (t.dtype == ACL_FLOAT && PointsContiguous(t, s)) {
+    const float* block = static_cast<const float*>(t.data) + first;
+    if (t.rank == 5) {
+      std::memcpy(out0, block, static_cast<size_t>(count) * sizeof(float));
+      return;
+    }
+    alignas(64) float pairs[2 * kMaxRowPoints];
+    std::memcpy(pairs, block, static_cast<size_t>(2 * count) * sizeof(float));
+    for (int64_t i = 0; i < count; ++i) {
+      out0[i] = pairs[2 * i];
+      out1[i] = pairs[2 * i + 1];
+    }
+    return;
+  }
   DispatchFloat(t.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const int64_t coordinate_offset = coordinate == 0 ? 0 : coordinate * t.strides[5];  // attnWeight has rank 5
-    const int64_t first = PointElement(t, b, q, h, 0, 0) + coordinate_offset;
     const T* data = static_cast<const T*>(t.data);
+    auto load = [data](int64_t element) {
+      T v;
+      std::memcpy(&v, data + element, sizeof v);
+      return ToFloat(v);
+    };
     int64_t i = 0;
     for (int64_t l = 0; l < s.levels; ++l) {
       for (int64_t p = 0; p < s.points; ++p, ++i) {
-        T v;
-        std::memcpy(&v, data + (first + l * t.strides[3] + p * t.strides[4]), sizeof v);
-        out[i] = ToFloat(v);
+        const int64_t element = first + l * t.strides[3] + p * t.strides[4];
+        out0[i] = load(element);
+        if (t.rank == 6) out1[i] = load(element + t.strides[5]);
+      }
+    }
+  });
+}
+
+// The inverse of ReadRowElements, for gradAttnWeight (in0) and gradLocation (in0, in1): values rounded to the
+// tensor's dtype.
+void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, const float* in0,
+                      const float* in1) {
+  const int64_t count = s.levels * s.points;
+  const int64_t first = PointElement(t, b, q, h, 0, 0);
+  if (t.dtype == ACL_FLOAT && PointsContiguous(t, s)) {
+    float* block = static_cast<float*>(t.data) + first;
+    if (t.rank == 5) {
+      std::memcpy(block, in0, static_cast<size_t>(count) * sizeof(float));
+      return;
+    }
+    alignas(64) float pairs[2 * kMaxRowPoints];
+    for (int64_t i = 0; i < count; ++i) {
+      pairs[2 * i] = in0[i];
+      pairs[2 * i + 1] = in1[i];
+    }
+    std::memcpy(block, pairs, static_cast<size_t>(2 * count) * sizeof(float));
+    return;
+  }
+  DispatchFloat(t.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* data = static_cast<T*>(t.data);
+    auto store = [data](int64_t element, float value) {
+      const T v = FromFloat<T>(value);
+      std::memcpy(data + element, &v, sizeof v);
+    };
+    int64_t i = 0;
+    for (int64_t l = 0; l < s.levels; ++l) {
+      for (int64_t p = 0; p < s.points; ++p, ++i) {
+        const int64_t element = first + l * t.strides[3] + p * t.strides[4];
+        store(element, in0[i]);
+        if (t.rank == 6) store(element + t.strides[5], in1[i]);
       }
     }
   });
@@ -412,9 +518,8 @@ void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoint
   const MsdaShape& s = sampler.shape;
   row->count = s.levels * s.points;
   row->stride = (row->count + kPointAlign - 1) / kPointAlign * kPointAlign;
-  ReadRowElements(sampler.location, s, b, q, h, 0, row->loc_x);
-  ReadRowElements(sampler.location, s, b, q, h, 1, row->loc_y);
-  ReadRowElements(sampler.attn_weight, s, b, q, h, 0, row->attn);
+  ReadRowElements(sampler.location, s, b, q, h, row->loc_x, row->loc_y);
+  ReadRowElements(sampler.attn_weight, s, b, q, h, row->attn, nullptr);
   int64_t i = row->count;
   for (; i < row->stride; ++i) {
     row->loc_x[i] = std::numeric_limits<float>::quiet_NaN();
@@ -449,9 +554,8 @@ void PrefetchElements(const TensorDesc& t, int64_t first_element, int64_t count)
 // contiguous block (other views are rare, and correct without prefetching).
 template <bool kForWrite = false>
 void PrefetchRowPoints(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
-  const int64_t per_point = t.rank == 6 ? 2 : 1;
-  if ((t.rank == 6 && t.strides[5] != 1) || t.strides[4] != per_point || t.strides[3] != s.points * per_point) return;
-  PrefetchElements<kForWrite>(t, PointElement(t, b, q, h, 0, 0), s.levels * s.points * per_point);
+  if (!PointsContiguous(t, s)) return;
+  PrefetchElements<kForWrite>(t, PointElement(t, b, q, h, 0, 0), s.levels * s.points * (t.rank == 6 ? 2 : 1));
 }
 
 void PrefetchHeadRow(const HeadRows& rows, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
@@ -602,19 +706,8 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
         HWY_DYNAMIC_DISPATCH(PointGradients)
         (row->weights, row->d_dx, row->d_dy, row->dots, row->attn, sampler.lanes, row->stride, row->attn_grad,
          row->x_grad, row->y_grad);
-        const int64_t coordinate_stride = params.grad_location.strides[5];
-        int64_t i = 0;
-        for (int64_t l = 0; l < s.levels; ++l) {
-          for (int64_t p = 0; p < s.points; ++p, ++i) {
-            const TensorDesc& attn_grad = params.grad_attn_weight;
-            const TensorDesc& loc_grad = params.grad_location;
-            StoreFloatElement(attn_grad.dtype, attn_grad.ElementAt(PointElement(attn_grad, b, q, h, l, p)),
-                              row->attn_grad[i]);
-            const int64_t loc = PointElement(loc_grad, b, q, h, l, p);
-            StoreFloatElement(loc_grad.dtype, loc_grad.ElementAt(loc), row->x_grad[i]);
-            StoreFloatElement(loc_grad.dtype, loc_grad.ElementAt(loc + coordinate_stride), row->y_grad[i]);
-          }
-        }
+        WriteRowElements(params.grad_attn_weight, s, b, q, h, row->attn_grad, nullptr);
+        WriteRowElements(params.grad_location, s, b, q, h, row->x_grad, row->y_grad);
       }
       if (has_sums) {
         const TensorDesc& out = params.grad_value;
