@@ -16,6 +16,8 @@
 // already running on other threads complete.
 #include "pacl/parallel.h"
 
+#include "pacl/runtime.h"
+
 #include <omp.h>
 #include <sched.h>
 
@@ -120,6 +122,12 @@ void ParallelFor(int64_t total, int64_t chunk_size, const std::function<void(int
     block_time_set = true;
   }
 #endif
+  struct RegionScope {  // for the runtime's polling threads (pacl::rt::EnterParallelRegion)
+    explicit RegionScope(int team) { rt::EnterParallelRegion(team); }
+    ~RegionScope() { rt::LeaveParallelRegion(); }
+    RegionScope(const RegionScope&) = delete;
+    RegionScope& operator=(const RegionScope&) = delete;
+  } region(threads);
   std::atomic<bool> failed{false};
   std::exception_ptr first_exception;
   std::mutex exception_mutex;

@@ -1,5 +1,9 @@
 #include "stream.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <system_error>
 #include <utility>
@@ -16,9 +20,62 @@ namespace {
 // The native stream of the task running on this thread (CurrentNativeStream).
 thread_local void* t_native_stream = nullptr;
 
+// How long a stream's worker polls for its next task, and a thread synchronising with the stream for its tasks'
+// completion, before they sleep on a condition variable. Waking a sleeping thread costs tens of microseconds on a VM
+// (a futex wake that crosses cores), and a small call in CANN's pattern (phase 1, phase 2, synchronise, repeat)
+// paid it twice: now each side usually finds the other awake, and a notify that finds nobody asleep makes no system
+// call. Short enough that an idle program loses no measurable CPU to it (the worker polls once after each task, then
+// sleeps; Lifecycle.IdleWorkersUseNoCpu). A synchronising thread stops polling when a kernel's parallel region
+// starts, and nobody polls once kernels' teams have taken every CPU (PollingLeavesKernelsTheirCores).
+constexpr std::chrono::microseconds kPollBeforeSleep{50};
+
+// Kernels' parallel regions running now, in any stream, and the largest team any has had (EnterParallelRegion).
+std::atomic<int> g_parallel_regions{0};
+std::atomic<int> g_largest_team{0};
+
+// CPUs this process may run on (its affinity mask; hardware_concurrency when the mask cannot be read).
+int CpusAvailable() {
+  static const int cpus = [] {
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) == 0 && CPU_COUNT(&mask) > 0) return CPU_COUNT(&mask);
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
+  return cpus;
+}
+
+// Whether polling cannot take a core from a kernel: only while the kernels' teams leave a CPU free. A team's threads
+// use every core during a region and, with libgomp, spin for a while after it; a polling worker and a polling caller
+// on top of them delayed every call (measured on two vCPUs with teams of two: a 150 us softmax took 160-200 us,
+// a 75 us softmax backward 90 us). Where teams take every CPU the runtime waits as before, without polling.
+bool PollingLeavesKernelsTheirCores() { return g_largest_team.load(std::memory_order_relaxed) < CpusAvailable(); }
+
+// Polls ready() until it holds or kPollBeforeSleep has passed; whether it held.
+template <typename Ready>
+bool PollBriefly(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kPollBeforeSleep;
+  for (int round = 0;; ++round) {
+    if (ready()) return true;
+    if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+}
+
 }  // namespace
 
 void* CurrentNativeStream() { return t_native_stream; }
+
+void EnterParallelRegion(int threads) {
+  g_parallel_regions.fetch_add(1, std::memory_order_relaxed);
+  int largest = g_largest_team.load(std::memory_order_relaxed);
+  while (threads > largest && !g_largest_team.compare_exchange_weak(largest, threads, std::memory_order_relaxed)) {
+  }
+}
+void LeaveParallelRegion() { g_parallel_regions.fetch_sub(1, std::memory_order_relaxed); }
 
 std::shared_ptr<Stream> Stream::Create(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
                                        bool is_default, int32_t device_id, const DeviceEntry& device,
@@ -77,6 +134,11 @@ uint64_t Stream::CompletedCount() {
 }
 
 void Stream::WaitUntilCompleted(uint64_t count) {
+  auto completed = [&] { return completed_.load(std::memory_order_acquire) >= count; };
+  if (PollingLeavesKernelsTheirCores()) {
+    PollBriefly([&] { return completed() || g_parallel_regions.load(std::memory_order_relaxed) > 0; });
+  }
+  if (completed()) return;
   std::unique_lock<std::mutex> lock(mutex_);
   work_completed_.wait(lock, [&] { return completed_ >= count; });
 }
@@ -119,6 +181,13 @@ void Stream::WorkerLoop() {
   const aclError activation = backend_->Activate(ordinal_, &activation_error);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
+    if (queue_.empty() && !stopping_ && PollingLeavesKernelsTheirCores()) {
+      // A caller that synchronises after each call enqueues the next task soon after this one completes.
+      const uint64_t taken = completed_.load(std::memory_order_relaxed);
+      lock.unlock();
+      PollBriefly([&] { return enqueued_.load(std::memory_order_acquire) > taken; });
+      lock.lock();
+    }
     work_available_.wait(lock, [&] { return !queue_.empty() || stopping_; });
     if (queue_.empty()) break;  // stopping, and everything queued has run
     Task task = std::move(queue_.front());

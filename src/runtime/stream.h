@@ -2,6 +2,7 @@
 #ifndef PACL_RUNTIME_STREAM_H_
 #define PACL_RUNTIME_STREAM_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -79,8 +80,10 @@ class Stream {
   std::condition_variable work_available_;
   std::condition_variable work_completed_;
   std::deque<Task> queue_;
-  uint64_t enqueued_ = 0;
-  uint64_t completed_ = 0;
+  // Written under mutex_; atomic so that the short spins before a wait (WorkerLoop, WaitUntilCompleted) can read
+  // them without it.
+  std::atomic<uint64_t> enqueued_{0};
+  std::atomic<uint64_t> completed_{0};
   bool stopping_ = false;
   bool joined_ = false;
   StreamFailure failure_;
