@@ -26,11 +26,16 @@ def _autograd_functions():
 def _needs_autograd(*arrays):
     """Whether a call must be recorded for autograd: some torch input requires grad and grad mode is on. Other
     calls skip torch.autograd.Function (its bookkeeping costs more than the operator on small tensors)."""
-    if not any(is_torch(a) and a.requires_grad for a in arrays):
-        return False
+    for array in arrays:
+        if is_torch(array) and array.requires_grad:
+            return _torch().is_grad_enabled()
+    return False
+
+
+def _torch():
     import torch
 
-    return torch.is_grad_enabled()
+    return torch
 
 
 def scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):

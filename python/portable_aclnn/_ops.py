@@ -9,7 +9,7 @@ import ctypes
 import numpy as np
 
 from ._library import api
-from ._tensors import AclTensor, bool_array, int_array, empty_like_kind, is_torch, require_array
+from ._tensors import Operands, bool_array, int_array, empty_like_kind, is_torch, require_array
 
 INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
@@ -47,8 +47,9 @@ def scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):
     """softmax over the last dim of mask ? -10000 : x * scale (x: (B, N, S1, S2); mask BOOL, broadcast over B, N)."""
     mask = _softmax_mask(x, mask, fixed_triu_mask)
     y = empty_like_kind(x, tuple(x.shape))
-    tx, tm, ty = AclTensor(x, "x"), AclTensor(mask, "mask"), AclTensor(y, "y")
-    api().run("aclnnScaledMaskedSoftmax", tx.handle, tm.handle, float(scale), False, ty.handle)
+    with Operands() as views:
+        api().run("aclnnScaledMaskedSoftmax", views.tensor(x, "x"), views.tensor(mask, "mask"), float(scale), False,
+                  views.tensor(y, "y"))
     return y
 
 
@@ -56,9 +57,9 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fixed_triu_m
     """The gradient of scaled_masked_softmax with respect to x, from grad_output and the forward's y."""
     mask = _softmax_mask(y, mask, fixed_triu_mask)
     out = empty_like_kind(y, tuple(y.shape))
-    tg, ty, tm, to = AclTensor(grad_output, "grad_output"), AclTensor(y, "y"), AclTensor(mask, "mask"), \
-        AclTensor(out, "out")
-    api().run("aclnnScaledMaskedSoftmaxBackward", tg.handle, ty.handle, tm.handle, float(scale), False, to.handle)
+    with Operands() as views:
+        api().run("aclnnScaledMaskedSoftmaxBackward", views.tensor(grad_output, "grad_output"), views.tensor(y, "y"),
+                  views.tensor(mask, "mask"), float(scale), False, views.tensor(out, "out"))
     return out
 
 
@@ -71,8 +72,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if len(input.shape) != 4 or len(grid.shape) != 4:
         raise ValueError(f"grid_sample takes 4-D input and grid, got {tuple(input.shape)} and {tuple(grid.shape)}")
     out = empty_like_kind(input, (input.shape[0], input.shape[1], grid.shape[1], grid.shape[2]))
-    ti, tg, to = AclTensor(input, "input"), AclTensor(grid, "grid"), AclTensor(out, "out")
-    api().run("aclnnGridSampler2D", ti.handle, tg.handle, interpolation, padding, bool(align_corners), to.handle)
+    with Operands() as views:
+        api().run("aclnnGridSampler2D", views.tensor(input, "input"), views.tensor(grid, "grid"), interpolation,
+                  padding, bool(align_corners), views.tensor(out, "out"))
     return out
 
 
@@ -84,10 +86,10 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
     input_grad = empty_like_kind(input, tuple(input.shape))
     grid_grad = empty_like_kind(grid, tuple(grid.shape))
     chosen = bool_array([bool(output_mask[0]), bool(output_mask[1])])
-    tensors = [AclTensor(a, n) for a, n in ((grad_output, "grad_output"), (input, "input"), (grid, "grid"),
-                                             (input_grad, "input_grad"), (grid_grad, "grid_grad"))]
-    api().run("aclnnGridSampler2DBackward", tensors[0].handle, tensors[1].handle, tensors[2].handle, interpolation,
-              padding, bool(align_corners), chosen.handle, tensors[3].handle, tensors[4].handle)
+    with Operands() as views:
+        api().run("aclnnGridSampler2DBackward", views.tensor(grad_output, "grad_output"), views.tensor(input, "input"),
+                  views.tensor(grid, "grid"), interpolation, padding, bool(align_corners), chosen.handle,
+                  views.tensor(input_grad, "input_grad"), views.tensor(grid_grad, "grid_grad"))
     return (input_grad if output_mask[0] else None), (grid_grad if output_mask[1] else None)
 
 
@@ -117,11 +119,10 @@ def multi_scale_deformable_attn(value, value_spatial_shapes, value_level_start_i
     bs, _, nh, c = value.shape
     nq = sampling_locations.shape[1]
     out = empty_like_kind(value, (bs, nq, nh * c))
-    tensors = [AclTensor(a, n) for a, n in ((value, "value"), (shapes, "value_spatial_shapes"),
-                                             (starts, "value_level_start_index"),
-                                             (sampling_locations, "sampling_locations"),
-                                             (attention_weights, "attention_weights"), (out, "output"))]
-    api().run("aclnnMultiScaleDeformableAttnFunction", *[t.handle for t in tensors])
+    with Operands() as views:
+        api().run("aclnnMultiScaleDeformableAttnFunction", *[views.tensor(a, n) for a, n in (
+            (value, "value"), (shapes, "value_spatial_shapes"), (starts, "value_level_start_index"),
+            (sampling_locations, "sampling_locations"), (attention_weights, "attention_weights"), (out, "output"))])
     return out
 
 
@@ -133,13 +134,12 @@ def multi_scale_deformable_attn_backward(value, value_spatial_shapes, value_leve
     grad_value = empty_like_kind(value, tuple(value.shape))
     grad_location = empty_like_kind(sampling_locations, tuple(sampling_locations.shape))
     grad_attn = empty_like_kind(attention_weights, tuple(attention_weights.shape))
-    tensors = [AclTensor(a, n) for a, n in ((value, "value"), (shapes, "value_spatial_shapes"),
-                                             (starts, "value_level_start_index"),
-                                             (sampling_locations, "sampling_locations"),
-                                             (attention_weights, "attention_weights"), (grad_output, "grad_output"),
-                                             (grad_value, "grad_value"), (grad_location, "grad_sampling_locations"),
-                                             (grad_attn, "grad_attention_weights"))]
-    api().run("aclnnMultiScaleDeformableAttentionGrad", *[t.handle for t in tensors])
+    with Operands() as views:
+        api().run("aclnnMultiScaleDeformableAttentionGrad", *[views.tensor(a, n) for a, n in (
+            (value, "value"), (shapes, "value_spatial_shapes"), (starts, "value_level_start_index"),
+            (sampling_locations, "sampling_locations"), (attention_weights, "attention_weights"),
+            (grad_output, "grad_output"), (grad_value, "grad_value"), (grad_location, "grad_sampling_locations"),
+            (grad_attn, "grad_attention_weights"))])
     return grad_value, grad_location, grad_attn
 
 
@@ -172,9 +172,10 @@ def nsa_compress(input, weight, compress_block_size, compress_stride, actual_seq
     blocks = nsa_block_count(ends, compress_block_size, compress_stride)
     out = empty_like_kind(input, (blocks, input.shape[1], input.shape[2]))
     seq = int_array(ends)
-    ti, tw, to = AclTensor(input, "input"), AclTensor(weight, "weight"), AclTensor(out, "output")
-    api().run("aclnnNsaCompress", ti.handle, tw.handle, seq.handle, ctypes.c_char_p(b"TND"),
-              int(compress_block_size), int(compress_stride), 0, to.handle)
+    with Operands() as views:
+        api().run("aclnnNsaCompress", views.tensor(input, "input"), views.tensor(weight, "weight"), seq.handle,
+                  ctypes.c_char_p(b"TND"), int(compress_block_size), int(compress_stride), 0,
+                  views.tensor(out, "output"))
     return out
 
 
@@ -184,9 +185,9 @@ def nsa_compress_backward(grad_output, input, weight, compress_block_size, compr
     input_grad = empty_like_kind(input, tuple(input.shape))
     weight_grad = empty_like_kind(weight, tuple(weight.shape))
     seq = int_array(ends)
-    tensors = [AclTensor(a, n) for a, n in ((grad_output, "grad_output"), (input, "input"), (weight, "weight"),
-                                             (input_grad, "input_grad"), (weight_grad, "weight_grad"))]
-    api().run("aclnnNsaCompressGrad", tensors[0].handle, tensors[1].handle, tensors[2].handle, seq.handle,
-              int(compress_block_size), int(compress_stride), 0, ctypes.c_char_p(b"TND"), tensors[3].handle,
-              tensors[4].handle)
+    with Operands() as views:
+        api().run("aclnnNsaCompressGrad", views.tensor(grad_output, "grad_output"), views.tensor(input, "input"),
+                  views.tensor(weight, "weight"), seq.handle, int(compress_block_size), int(compress_stride), 0,
+                  ctypes.c_char_p(b"TND"), views.tensor(input_grad, "input_grad"),
+                  views.tensor(weight_grad, "weight_grad"))
     return input_grad, weight_grad

@@ -39,13 +39,14 @@ def require_array(array, name):
 def describe(array, name):
     """(data pointer, shape, element strides, acl dtype) of a torch tensor or NumPy array."""
     if is_torch(array):
-        if array.device.type != "cpu":
+        if not array.is_cpu:
             raise ValueError(
                 f"{name}: tensors on {array.device} are not supported yet; portable_aclnn's Python package runs "
                 "on the CPU device (move the tensor with .cpu())")
-        if array.dtype not in _TORCH_DTYPES:
+        dtype = _TORCH_DTYPES.get(array.dtype)
+        if dtype is None:
             raise TypeError(f"{name}: dtype {array.dtype} is not supported")
-        return array.data_ptr(), tuple(array.shape), tuple(array.stride()), _TORCH_DTYPES[array.dtype]
+        return array.data_ptr(), tuple(array.shape), array.stride(), dtype
     if isinstance(array, np.ndarray):
         if array.dtype not in _NUMPY_DTYPES:
             raise TypeError(f"{name}: dtype {array.dtype} is not supported")
@@ -60,6 +61,71 @@ def describe(array, name):
 # ctypes array types of int64 by length (a length-0 view still passes a valid pointer).
 _INT64_ARRAYS = [ctypes.c_int64 * max(n, 1) for n in range(9)]
 
+# (shape, strides) -> the ctypes arguments aclCreateTensor takes for that view: (rank, dims, strides, storage dims).
+# aclCreateTensor copies the arrays, so one set serves every call with the same view; a small call's Python cost is
+# mostly building them (issue 16's per-call overhead goal). Bounded: cleared when it grows past _VIEW_CACHE_LIMIT.
+_VIEW_CACHE = {}
+_VIEW_CACHE_LIMIT = 4096
+
+
+def _view_arguments(shape, strides, name):
+    key = (shape, strides)
+    arguments = _VIEW_CACHE.get(key)
+    if arguments is not None:
+        return arguments
+    count = len(shape)
+    if count >= len(_INT64_ARRAYS):
+        raise ValueError(f"{name}: rank {count} is above 8, the most aclCreateTensor takes")
+    # The storage just covers the view: 1 + sum((d - 1) * stride) elements (0 for an empty view).
+    extent = 1
+    for size, stride in zip(shape, strides):
+        if size == 0:
+            extent = 0
+            break
+        if stride < 0:
+            raise ValueError(f"{name}: negative strides {strides} are not supported (aclCreateTensor refuses them)")
+        extent += (size - 1) * stride
+    array_type = _INT64_ARRAYS[count]
+    arguments = (count, array_type(*shape), array_type(*strides), _INT64_ARRAYS[1](extent))
+    if len(_VIEW_CACHE) >= _VIEW_CACHE_LIMIT:
+        _VIEW_CACHE.clear()
+    _VIEW_CACHE[key] = arguments
+    return arguments
+
+
+def create_tensor(array, name):
+    """A new aclTensor handle over an array's memory (the caller destroys it, and keeps the array alive till then)."""
+    data, shape, strides, dtype = describe(array, name)
+    count, dims, steps, storage = _view_arguments(shape, strides, name)
+    handle = api().aclCreateTensor(dims, count, dtype, steps, 0, ACL_FORMAT_ND, storage, 1, data or None)
+    if not handle:
+        raise ValueError(f"{name}: aclCreateTensor refused shape {shape} strides {strides}: {api().recent_error()}")
+    return handle
+
+
+class Operands:
+    """The aclTensor views of one call's arrays, destroyed together when the `with` block ends. The caller keeps the
+    arrays alive for the block (they are its arguments and results)."""
+
+    __slots__ = ("_handles",)
+
+    def __init__(self):
+        self._handles = []
+
+    def tensor(self, array, name):
+        handle = create_tensor(array, name)
+        self._handles.append(handle)
+        return handle
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        destroy = api().aclDestroyTensor
+        for handle in self._handles:
+            destroy(handle)
+        self._handles.clear()
+
 
 class AclTensor:
     """An aclTensor over an array's memory; destroyed with the object (use as a context or keep it alive)."""
@@ -67,27 +133,8 @@ class AclTensor:
     handle = None
 
     def __init__(self, array, name):
-        data, shape, strides, dtype = describe(array, name)
         self.array = array  # keeps the memory alive as long as the aclTensor
-        count = len(shape)
-        if count >= len(_INT64_ARRAYS):
-            raise ValueError(f"{name}: rank {count} is above 8, the most aclCreateTensor takes")
-        # The storage just covers the view: 1 + sum((d - 1) * stride) elements (0 for an empty view).
-        extent = 1
-        for size, stride in zip(shape, strides):
-            if size == 0:
-                extent = 0
-                break
-            if stride < 0:
-                raise ValueError(f"{name}: negative strides {strides} are not supported (aclCreateTensor refuses "
-                                 "them)")
-            extent += (size - 1) * stride
-        array_type = _INT64_ARRAYS[count]
-        self.handle = api().aclCreateTensor(array_type(*shape), count, dtype, array_type(*strides), 0, ACL_FORMAT_ND,
-                                            _INT64_ARRAYS[1](extent), 1, data or None)
-        if not self.handle:
-            raise ValueError(f"{name}: aclCreateTensor refused shape {shape} strides {strides}: "
-                             f"{api().recent_error()}")
+        self.handle = create_tensor(array, name)
 
     def close(self):
         if self.handle:
