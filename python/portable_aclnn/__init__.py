@@ -9,7 +9,7 @@ from ._library import AclnnError
 from . import _ops
 from ._ops import (grid_sample_backward, multi_scale_deformable_attn_backward, nsa_compress_backward,
                    scaled_masked_softmax_backward)
-from ._tensors import is_torch
+from ._tensors import is_torch, torch as _torch_module
 
 __all__ = ["AclnnError", "scaled_masked_softmax", "scaled_masked_softmax_backward", "grid_sample",
            "grid_sample_backward", "multi_scale_deformable_attn", "multi_scale_deformable_attn_backward",
@@ -75,3 +75,9 @@ def nsa_compress(input, weight, compress_block_size, compress_stride, actual_seq
         return _autograd_functions().NsaCompressFunction.apply(input, weight, compress_block_size, compress_stride,
                                                      actual_seq_len)
     return _ops.nsa_compress(input, weight, compress_block_size, compress_stride, actual_seq_len)
+
+
+if _torch_module is not None:  # torch.ops.portable_aclnn.* (docs/python.md, "torch.library")
+    from . import _torch_library
+
+    _torch_library.register()

@@ -226,6 +226,108 @@ def test_nsa_compress_forward_and_gradients(dtype):
 
 
 # --------------------------------------------------------------------------------------------------------------
+# torch.library: torch.ops.portable_aclnn.*
+
+OPS = torch.ops.portable_aclnn
+TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def library_cases():
+    """(name, forward through torch.ops, the same through the package's function, differentiable inputs)."""
+    g = torch.Generator().manual_seed(21)
+    x = torch.randn(2, 3, 4, 8, generator=g)
+    mask = torch.rand(1, 3, 4, 8, generator=g) > 0.7
+    image = torch.randn(2, 3, 5, 6, generator=g)
+    grid = torch.rand(2, 4, 3, 2, generator=g) * 2.2 - 1.1
+    value, shapes, starts, locations, weights = msda_problem(torch.float32, 22)
+    tokens = torch.randn(100, 2, 24, generator=g).half()
+    nsa_weight = (torch.rand(32, 2, generator=g) / 8).half()
+    return [
+        ("scaled_masked_softmax", lambda a: OPS.scaled_masked_softmax(a, mask, 0.5),
+         lambda a: pa.scaled_masked_softmax(a, mask, 0.5), [x]),
+        ("scaled_masked_softmax triu", lambda a: OPS.scaled_masked_softmax(a, None, 2.0, True),
+         lambda a: pa.scaled_masked_softmax(a, None, 2.0, True), [x]),
+        ("grid_sample", lambda a, b: OPS.grid_sample(a, b, "bicubic", "reflection", True),
+         lambda a, b: pa.grid_sample(a, b, "bicubic", "reflection", True), [image, grid]),
+        ("grid_sample defaults", lambda a, b: OPS.grid_sample(a, b), lambda a, b: pa.grid_sample(a, b),
+         [image, grid]),
+        ("multi_scale_deformable_attn", lambda v, loc, w: OPS.multi_scale_deformable_attn(v, shapes, starts, loc, w),
+         lambda v, loc, w: pa.multi_scale_deformable_attn(v, shapes, starts, loc, w), [value, locations, weights]),
+        ("nsa_compress", lambda a, w: OPS.nsa_compress(a, w, 32, 16, [40, 40, 100]),
+         lambda a, w: pa.nsa_compress(a, w, 32, 16, [40, 40, 100]), [tokens, nsa_weight]),
+    ]
+
+
+@pytest.mark.parametrize("case", library_cases(), ids=lambda case: case[0])
+def test_torch_library_ops_match_the_functions_with_autograd(case):
+    _, through_ops, through_package, inputs = case
+    ours = [t.clone().requires_grad_() for t in inputs]
+    theirs = [t.clone().requires_grad_() for t in inputs]
+    out = through_ops(*ours)
+    expected = through_package(*theirs)
+    assert out.grad_fn is not None and torch.equal(out, expected)
+    dy = torch.randn(out.shape, generator=torch.Generator().manual_seed(23)).to(out.dtype)
+    out.backward(dy)
+    expected.backward(dy)
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a.grad, b.grad)
+    with torch.no_grad():
+        assert torch.equal(through_ops(*inputs), expected.detach())
+
+
+def test_torch_library_backward_ops_and_meta_shapes():
+    value, shapes, starts, locations, weights = msda_problem(torch.float32, 24)
+    dy = torch.randn(2, locations.shape[1], value.shape[2] * value.shape[3])
+    for a, b in zip(OPS.multi_scale_deformable_attn_backward(value, shapes, starts, locations, weights, dy),
+                    pa.multi_scale_deformable_attn_backward(value, shapes, starts, locations, weights, dy)):
+        assert torch.equal(a, b)
+    image, grid = torch.randn(1, 2, 5, 6), torch.rand(1, 3, 4, 2) * 2 - 1
+    grad = torch.randn(1, 2, 3, 4)
+    input_grad, grid_grad = OPS.grid_sample_backward(grad, image, grid, "bilinear", "zeros", False, [False, True])
+    assert torch.equal(input_grad, torch.zeros_like(image))  # not chosen: zeros
+    assert torch.equal(grid_grad, pa.grid_sample_backward(grad, image, grid, output_mask=(False, True))[1])
+    meta = {name: torch.empty(shape, device="meta") for name, shape in (
+        ("x", (2, 3, 4, 8)), ("image", (2, 3, 5, 6)), ("grid", (2, 7, 9, 2)), ("value", (2, 42, 2, 8)),
+        ("loc", (2, 7, 2, 2, 3, 2)), ("w", (2, 7, 2, 2, 3)), ("tokens", (100, 2, 24)), ("nsa_w", (32, 2)))}
+    meta["x"].requires_grad_()
+    assert OPS.scaled_masked_softmax(meta["x"], None, 1.0, True).shape == (2, 3, 4, 8)
+    assert OPS.grid_sample(meta["image"], meta["grid"]).shape == (2, 3, 7, 9)
+    assert OPS.multi_scale_deformable_attn(meta["value"], shapes, starts, meta["loc"], meta["w"]).shape == (2, 7, 16)
+    assert OPS.nsa_compress(meta["tokens"], meta["nsa_w"], 32, 16, [40, 40, 100]).shape == (3, 2, 24)
+    assert OPS.nsa_compress(meta["tokens"], meta["nsa_w"], 32, 16).shape == (5, 2, 24)
+    assert [t.shape for t in OPS.nsa_compress_backward(torch.empty(5, 2, 24, device="meta"), meta["tokens"],
+                                                       meta["nsa_w"], 32, 16)] == [(100, 2, 24), (32, 2)]
+
+
+def test_torch_library_ops_in_torchscript_and_fx():
+    def model(x, mask, image, grid):
+        return OPS.scaled_masked_softmax(x, mask, 0.5, False).sum() + OPS.grid_sample(image, grid).sum()
+
+    x, mask = torch.randn(1, 2, 4, 8), torch.rand(1, 1, 4, 8) > 0.5
+    image, grid = torch.randn(1, 2, 5, 6), torch.rand(1, 3, 4, 2) * 2 - 1
+    assert torch.equal(torch.jit.script(model)(x, mask, image, grid), model(x, mask, image, grid))
+    traced = torch.fx.symbolic_trace(model)
+    targets = {str(node.target) for node in traced.graph.nodes if node.op == "call_function"}
+    assert {"portable_aclnn.scaled_masked_softmax", "portable_aclnn.grid_sample"} <= targets, targets
+
+
+@pytest.mark.skipif(TORCH_VERSION < (2, 4), reason="torch.compile of custom operators needs PyTorch >= 2.4 "
+                    "(register_fake / register_autograd)")
+def test_torch_compile_traces_the_ops_forward_and_backward():
+    for name, through_ops, through_package, inputs in library_cases():
+        compiled = torch.compile(through_ops, fullgraph=True, backend="aot_eager")
+        ours = [t.clone().requires_grad_() for t in inputs]
+        theirs = [t.clone().requires_grad_() for t in inputs]
+        out, expected = compiled(*ours), through_package(*theirs)
+        assert torch.equal(out, expected), name
+        dy = torch.ones_like(out)
+        out.backward(dy)
+        expected.backward(dy)
+        for a, b in zip(ours, theirs):
+            assert torch.equal(a.grad, b.grad), name
+
+
+# --------------------------------------------------------------------------------------------------------------
 # Errors
 
 def test_errors_name_the_rule():
