@@ -39,6 +39,7 @@ struct aclOpExecutor {
   pacl::rt::DeviceRef device;                  // the device phase 1 bound the call to
   State state = State::kReady;
   bool repeatable = false;
+  std::vector<pacl::rt::MemoryUse> memory_uses;  // strict mode: what each run touches, besides the workspace
 };
 
 namespace {
@@ -145,6 +146,7 @@ aclnnStatus CreateExecutor(const char* op_name, uint64_t workspace_size, Kernel 
     executor->workspace_size = workspace_size;
     executor->device = device;
     executor->kernel = std::make_shared<const Kernel>(std::move(kernel));
+    if (rt::StrictMode()) executor->memory_uses = std::move(StrictMemoryUsesOfThisCall());
     Registry& registry = GetRegistry();
     std::lock_guard<std::mutex> lock(registry.mutex);
     registry.known.insert(executor);
@@ -188,11 +190,21 @@ aclnnStatus RunExecutor(const char* op_name, void* workspace, uint64_t workspace
   try {
     std::shared_ptr<const Kernel> kernel = executor->kernel;
     std::string kernel_op_name = executor->op_name;
-    enqueued = rt::EnqueueTaskOnDevice(stream, executor->device.id, [kernel, context, kernel_op_name]() {
-      KernelContext run_context = context;
-      run_context.native_stream = rt::CurrentNativeStream();
-      return RunKernel(kernel, run_context, kernel_op_name);
-    });
+    std::vector<rt::MemoryUse> uses;
+    if (rt::StrictMode()) {
+      uses = executor->memory_uses;
+      if (context.workspace != nullptr) {
+        uses.push_back({context.workspace, context.workspace_size, true, kernel_op_name + "'s workspace"});
+      }
+    }
+    enqueued = rt::EnqueueTaskOnDevice(
+        stream, executor->device.id,
+        [kernel, context, kernel_op_name]() {
+          KernelContext run_context = context;
+          run_context.native_stream = rt::CurrentNativeStream();
+          return RunKernel(kernel, run_context, kernel_op_name);
+        },
+        std::move(uses));
   } catch (const std::exception&) {
     return Refuse(ACLNN_ERR_INNER, StrFormat("%s: out of memory while enqueueing the run", name));
   }

@@ -38,6 +38,15 @@ bool IsPlainFormat(aclFormat format) {
 
 }  // namespace
 
+std::vector<rt::MemoryUse>& StrictMemoryUsesOfThisCall() {
+  thread_local std::vector<rt::MemoryUse> uses;
+  return uses;
+}
+
+OpChecker::OpChecker(const char* op_name) : op_name_(op_name) {
+  if (rt::StrictMode()) StrictMemoryUsesOfThisCall().clear();
+}
+
 aclnnStatus OpChecker::Fail(aclnnStatus status, const std::string& message) {
   if (!ok()) return status_;  // the first failure is the one reported
   status_ = status;
@@ -83,9 +92,23 @@ bool OpChecker::Tensor(const aclTensor* t, const char* param) {
                        reinterpret_cast<void*>(base), room, t->desc.data));
         return false;
       }
+      if (rt::StrictMode()) {
+        StrictMemoryUsesOfThisCall().push_back(
+            {t->desc.data, storage_bytes, false, StrFormat("%s's %s", op_name_ != nullptr ? op_name_ : "", param)});
+      }
     } else if (rt::IsFreedDeviceMemory(t->desc.data, &why)) {
       Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s data %p lies in %s: a tensor's data must be live memory", param,
                                               t->desc.data, why.c_str()));
+      if (rt::StrictMode()) rt::StrictReport(RecentErrorMessage(), t->desc.data);
+      return false;
+    } else if (rt::StrictMode()) {
+      // On an NPU a host or stack pointer as tensor data is a crash or garbage; the CPU device would run it.
+      Fail(ACLNN_ERR_PARAM_INVALID,
+           StrFormat("%s data %p is not device memory: it lies in no live aclrtMalloc allocation (a host or stack "
+                     "pointer?); strict mode refuses it, as an NPU cannot read it (copy the data to aclrtMalloc "
+                     "memory with aclrtMemcpy)",
+                     param, t->desc.data));
+      rt::StrictReport(RecentErrorMessage(), nullptr);
       return false;
     }
   }
@@ -154,7 +177,15 @@ bool OpChecker::PlainFormat(const TensorDesc& t, const char* param) {
 
 bool OpChecker::DistinctOutputElements(const TensorDesc& t, const char* param) {
   if (!ok()) return false;
-  if (t.ElementsAreDistinct()) return true;
+  if (t.ElementsAreDistinct()) {
+    if (rt::StrictMode()) {
+      const std::string what = StrFormat("%s's %s", op_name_ != nullptr ? op_name_ : "", param);
+      for (rt::MemoryUse& use : StrictMemoryUsesOfThisCall()) {
+        if (use.data == t.data && use.what == what) use.written = true;
+      }
+    }
+    return true;
+  }
   Fail(ACLNN_ERR_PARAM_INVALID,
        StrFormat("%s must not have elements that share memory, got shape %s with strides %s (an output view needs "
                  "distinct memory for every element)",

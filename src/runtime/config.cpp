@@ -70,13 +70,15 @@ class JsonReader {
     });
   }
 
-  // The "portable_aclnn" section: {"device": "cpu" | "cuda" | "auto"}; other keys are refused (a typo would
-  // otherwise be silently ignored).
+  // The "portable_aclnn" section: {"device": "cpu" | "cuda" | "auto", "strict": true | false}; other keys are
+  // refused (a typo would otherwise be silently ignored).
   bool Section() {
     if (!Peek('{')) return Attribute("\"portable_aclnn\" must be an object, e.g. {\"device\": \"cpu\"}");
     return Members([&](const std::string& key) {
+      if (key == "strict") return Strict();
       if (key != "device") {
-        return Attribute(StrFormat("\"portable_aclnn\" has no key \"%s\" (it has: \"device\")", key.c_str()));
+        return Attribute(StrFormat("\"portable_aclnn\" has no key \"%s\" (it has: \"device\", \"strict\")",
+                                   key.c_str()));
       }
       std::string device;
       if (!Peek('"')) return Attribute("\"portable_aclnn\".\"device\" must be a string: \"cpu\", \"cuda\" or \"auto\"");
@@ -88,6 +90,18 @@ class JsonReader {
       config_->device = device;
       return true;
     });
+  }
+
+  bool Strict() {
+    for (const bool value : {true, false}) {
+      const std::string literal = value ? "true" : "false";
+      if (text_.compare(at_, literal.size(), literal) == 0) {
+        at_ += literal.size();
+        config_->strict = value ? 1 : 0;
+        return true;
+      }
+    }
+    return Attribute("\"portable_aclnn\".\"strict\" must be true or false");
   }
 
   // An object (at '{'): for each member, its key is read and member(key) reads the value.

@@ -10,6 +10,7 @@ namespace pacl::rt {
 
 struct RuntimeConfig {
   std::string device;  // "portable_aclnn"."device": "cpu", "cuda", "auto", or "" when absent
+  int strict = -1;     // "portable_aclnn"."strict": 1 true, 0 false, -1 absent
 };
 
 // Parses the text of a configuration file. ACL_ERROR_PARSE_FILE when it is not a JSON object,

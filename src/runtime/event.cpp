@@ -155,6 +155,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
 }
 
 aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status) {
+  pacl::rt::ReleaseHeldWork();  // strict mode: a program that polls for completion gets it
   bool complete = false;
   if (aclError error = LatestRecordComplete("aclrtQueryEvent", event, status, &complete)) return error;
   *status = complete ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
@@ -162,6 +163,7 @@ aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status) {
 }
 
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus* status) {
+  pacl::rt::ReleaseHeldWork();
   bool complete = false;
   if (aclError error = LatestRecordComplete("aclrtQueryEventStatus", event, status, &complete)) return error;
   *status = complete ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
@@ -180,6 +182,7 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
                 "called from a task of stream %p, on which event %p is recorded after it: it would wait for itself",
                 recorded_on->handle(), event);
   }
+  pacl::rt::SynchronisingScope synchronising;
   found->WaitFor(latest);
   return ACL_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include "acl/acl.h"
 #include "backend.h"
 #include "config.h"
+#include "cpu/strict_memory.h"
 #include "runtime_state.h"
 
 using pacl::rt::Fail;
@@ -83,6 +84,9 @@ aclError aclInit(const char* configPath) {
       return Fail(status, "aclInit", "configPath \"%s\" is not a valid configuration: %s", configPath, error.c_str());
     }
     if (!config.device.empty() && !pacl::rt::ConfigureDeviceChoice(config.device, &error)) {
+      return Fail(ACL_ERROR_FILE_ATTR_INVALID, "aclInit", "configPath \"%s\": %s", configPath, error.c_str());
+    }
+    if (config.strict >= 0 && !pacl::rt::strict::Configure(config.strict == 1, &error)) {
       return Fail(ACL_ERROR_FILE_ATTR_INVALID, "aclInit", "configPath \"%s\": %s", configPath, error.c_str());
     }
   }

@@ -19,13 +19,16 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "acl/acl.h"
 #include "backend.h"
 #include "cpu/block_cache.h"
+#include "cpu/strict_memory.h"
 #include "pacl/error.h"
 #include "pacl/runtime.h"
 #include "runtime_state.h"
+#include "stream.h"
 
 using pacl::rt::AllocationRegistry;
 using pacl::rt::Fail;
@@ -143,9 +146,16 @@ aclError ReleaseHost(const char* function, const char* param, void* ptr) {
   return ACL_SUCCESS;
 }
 
-// When p lies inside a registered allocation, [p, p + count) must fit in it. Expects the mutex.
+// When p lies inside a registered allocation, [p, p + count) must fit in it; in strict mode p must not lie in
+// freed device memory. Expects the mutex.
 aclError CheckRangeLocked(RuntimeState& state, const char* function, const char* param, const void* p,
                           size_t count) {
+  std::string freed;
+  if (pacl::rt::strict::DescribeFreed(p, &freed)) {
+    const std::string message = pacl::StrFormat("%s: %s (%p) lies in %s", function, param, p, freed.c_str());
+    pacl::rt::strict::Report(message, p);
+    return Fail(ACL_ERROR_INVALID_PARAM, function, "%s (%p) lies in %s", param, p, freed.c_str());
+  }
   uintptr_t base = 0;
   size_t size = 0;
   const char* kind = "device";
@@ -218,7 +228,7 @@ std::string DescribeFill(const void* dst, size_t count) {
 // in stream order on stream (the Async calls, which return at once). A failure is recorded as "<function>: <what>
 // failed: <reason>" (on the worker thread for the Async calls, and reported by the next synchronisation).
 aclError RunDeviceWork(const char* function, const std::string& what, bool stream_order, aclrtStream stream,
-                       DeviceWork work) {
+                       DeviceWork work, std::vector<pacl::rt::MemoryUse> uses = {}) {
   int32_t device_id = 0;
   const pacl::rt::DeviceEntry* device = nullptr;
   if (aclError error = CurrentDeviceFor(function, &device_id, &device)) return error;
@@ -229,11 +239,44 @@ aclError RunDeviceWork(const char* function, const std::string& what, bool strea
     return ACL_SUCCESS;
   };
   if (!stream_order) {
-    pacl::rt::WaitForAllStreams();
+    // Normal mode orders a synchronous copy or fill after all queued work. CANN does not promise that, so strict
+    // mode does not wait (StrictUnfinishedWorkCheck has refused a copy that touches unfinished work's memory).
+    if (!pacl::rt::strict::Enabled()) pacl::rt::WaitForAllStreams();
     return run(nullptr);
   }
   return pacl::rt::EnqueueTaskFor(
-      function, stream, [run] { return run(pacl::rt::CurrentNativeStream()); }, nullptr, device_id);
+      function, stream, [run] { return run(pacl::rt::CurrentNativeStream()); }, nullptr, device_id, std::move(uses));
+}
+
+// Strict mode, for the synchronous copies and fills: writing dst, or reading src, while work that has not finished
+// uses that memory (reads or writes it; for src, writes it) is what a missing aclrtSynchronizeStream looks like on
+// an NPU: refused with a report. src may be null (a fill).
+aclError StrictUnfinishedWorkCheck(const char* function, const void* dst, const void* src, size_t count) {
+  if (!pacl::rt::strict::Enabled() || count == 0) return ACL_SUCCESS;
+  std::string what;
+  const char* param = "dst";
+  const void* p = dst;
+  bool found = pacl::rt::FindUnfinishedUseOnAnyStream(dst, count, /*written_only=*/false, &what);
+  if (!found && src != nullptr) {
+    param = "src";
+    p = src;
+    found = pacl::rt::FindUnfinishedUseOnAnyStream(src, count, /*written_only=*/true, &what);
+  }
+  if (!found) return ACL_SUCCESS;
+  const std::string message =
+      pacl::StrFormat("%s (%p, %zu bytes) overlaps %s; synchronise (aclrtSynchronizeStream) first", param, p, count,
+                      what.c_str());
+  pacl::rt::strict::Report(pacl::StrFormat("%s: %s", function, message.c_str()), p);
+  return Fail(ACL_ERROR_INVALID_PARAM, function, "%s", message.c_str());
+}
+
+// The memory an Async copy or fill touches (strict mode's record; src null for a fill).
+std::vector<pacl::rt::MemoryUse> AsyncUses(const char* function, void* dst, const void* src, size_t count) {
+  std::vector<pacl::rt::MemoryUse> uses;
+  if (!pacl::rt::strict::Enabled()) return uses;
+  uses.push_back({dst, count, true, pacl::StrFormat("%s's dst", function)});
+  if (src != nullptr) uses.push_back({src, count, false, pacl::StrFormat("%s's src", function)});
+  return uses;
 }
 
 }  // namespace
@@ -271,6 +314,20 @@ aclError aclrtFree(void* devPtr) {
   static const char* const kFunction = "aclrtFree";
   if (devPtr == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "devPtr must not be null");
   RuntimeState& state = State();
+  if (pacl::rt::strict::Enabled()) {
+    // CANN's aclrtFree releases at once: memory that queued work still uses would be reused under it.
+    uintptr_t base = 0;
+    size_t size = 0;
+    std::string what;
+    if (pacl::rt::FindDeviceAllocation(devPtr, &base, &size) && base == reinterpret_cast<uintptr_t>(devPtr) &&
+        pacl::rt::FindUnfinishedUseOnAnyStream(devPtr, size, /*written_only=*/false, &what)) {
+      const std::string message = pacl::StrFormat(
+          "devPtr %p (an allocation of %zu bytes) is still used by %s; synchronise before freeing it", devPtr, size,
+          what.c_str());
+      pacl::rt::strict::Report(pacl::StrFormat("%s: %s", kFunction, message.c_str()), devPtr);
+      return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "%s", message.c_str());
+    }
+  }
   int32_t device_id = 0;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
@@ -305,6 +362,7 @@ aclError aclrtFreeHost(void* hostPtr) { return ReleaseHost("aclrtFreeHost", "hos
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
   static const char* const kFunction = "aclrtMemcpy";
   if (aclError error = CheckMemcpy(kFunction, dst, destMax, src, count, kind)) return error;
+  if (aclError error = StrictUnfinishedWorkCheck(kFunction, dst, src, count)) return error;
   return RunDeviceWork(kFunction, DescribeCopy(dst, src, count), /*stream_order=*/false, nullptr,
                        CopyWork(dst, src, count));
 }
@@ -314,12 +372,13 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   static const char* const kFunction = "aclrtMemcpyAsync";
   if (aclError error = CheckMemcpy(kFunction, dst, destMax, src, count, kind)) return error;
   return RunDeviceWork(kFunction, DescribeCopy(dst, src, count), /*stream_order=*/true, stream,
-                       CopyWork(dst, src, count));
+                       CopyWork(dst, src, count), AsyncUses(kFunction, dst, src, count));
 }
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
   static const char* const kFunction = "aclrtMemset";
   if (aclError error = CheckMemset(kFunction, devPtr, maxCount, count)) return error;
+  if (aclError error = StrictUnfinishedWorkCheck(kFunction, devPtr, nullptr, count)) return error;
   return RunDeviceWork(kFunction, DescribeFill(devPtr, count), /*stream_order=*/false, nullptr,
                        FillWork(devPtr, value, count));
 }
@@ -328,7 +387,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
   static const char* const kFunction = "aclrtMemsetAsync";
   if (aclError error = CheckMemset(kFunction, devPtr, maxCount, count)) return error;
   return RunDeviceWork(kFunction, DescribeFill(devPtr, count), /*stream_order=*/true, stream,
-                       FillWork(devPtr, value, count));
+                       FillWork(devPtr, value, count), AsyncUses(kFunction, devPtr, nullptr, count));
 }
 
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
@@ -366,6 +425,7 @@ bool FindDeviceAllocation(const void* p, uintptr_t* base, size_t* size) {
 }
 
 bool IsFreedDeviceMemory(const void* p, std::string* what) {
+  if (strict::DescribeFreed(p, what)) return true;
   {
     RuntimeState& state = State();
     std::lock_guard<std::mutex> lock(state.mutex);
@@ -383,6 +443,10 @@ bool IsFreedDeviceMemory(const void* p, std::string* what) {
                     reinterpret_cast<void*>(block));
   return true;
 }
+
+bool StrictMode() { return strict::Enabled(); }
+
+void StrictReport(const std::string& what, const void* address) { strict::Report(what, address); }
 
 MemoryCacheStats DeviceMemoryCacheStats() { return cpu::DeviceBlockCache().Stats(); }
 

@@ -107,9 +107,9 @@ std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context
                                            std::string* error);
 // Enqueues task on stream (nullptr: the current context's default stream) like EnqueueTask, with failures
 // recorded under function's name; *used (if not null) receives the stream. expected_device >= 0: the stream must
-// belong to that device (ACL_ERROR_RT_STREAM_CONTEXT otherwise).
+// belong to that device (ACL_ERROR_RT_STREAM_CONTEXT otherwise). uses: the memory the task touches (strict mode).
 aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used,
-                        int32_t expected_device = -1);
+                        int32_t expected_device = -1, std::vector<MemoryUse> uses = {});
 
 // Every live stream, oldest first.
 std::vector<std::shared_ptr<Stream>> AllStreamsLocked(RuntimeState& state);

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
 #include <exception>
 #include <system_error>
 #include <utility>
 #include <vector>
 
 #include "backend.h"
+#include "cpu/strict_memory.h"
 #include "pacl/error.h"
 #include "runtime_state.h"
 
@@ -28,6 +30,13 @@ thread_local void* t_native_stream = nullptr;
 // sleeps; Lifecycle.IdleWorkersUseNoCpu). A synchronising thread stops polling when a kernel's parallel region
 // starts, and nobody polls once kernels' teams have taken every CPU (PollingLeavesKernelsTheirCores).
 constexpr std::chrono::microseconds kPollBeforeSleep{50};
+
+// Strict mode's held streams (hold_), for ReleaseHeldWork and FindUnfinishedUseOnAnyStream, and the threads now
+// waiting in a synchronisation: while there are any, new work is released at once (a task another thread enqueues
+// may be what the waiting one needs, as on a device that runs work as it comes).
+std::mutex g_held_streams_mutex;
+std::vector<Stream*> g_held_streams;
+std::atomic<int> g_synchronising{0};
 
 // Kernels' parallel regions running now, in any stream, and the largest team any has had (EnterParallelRegion).
 std::atomic<int> g_parallel_regions{0};
@@ -105,22 +114,60 @@ Stream::Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
       owner_serial_(owner_serial),
       is_default_(is_default),
       backend_(backend),
-      ordinal_(ordinal) {}
+      ordinal_(ordinal),
+      hold_(strict::Enabled() && backend->kind() == DeviceKind::kCpu) {
+  if (hold_) {
+    std::lock_guard<std::mutex> lock(g_held_streams_mutex);
+    g_held_streams.push_back(this);
+  }
+}
 
 Stream::~Stream() {
-  Shutdown(/*discard_pending=*/false);
+  if (hold_) {
+    std::lock_guard<std::mutex> lock(g_held_streams_mutex);
+    g_held_streams.erase(std::find(g_held_streams.begin(), g_held_streams.end(), this));
+  }
+  Shutdown(/*discard_pending=*/false);  // runs what is queued, held or not
   if (native_stream_ != nullptr) backend_->DestroyNativeStream(ordinal_, native_stream_);
 }
 
-bool Stream::Enqueue(Task task) {
+bool Stream::Enqueue(Task task, std::vector<MemoryUse> uses) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return false;
     queue_.push_back(std::move(task));
     ++enqueued_;
+    if (hold_) {
+      unfinished_uses_.push_back(std::move(uses));
+      if (g_synchronising.load() > 0) released_ = enqueued_;
+    }
   }
   work_available_.notify_one();
   return true;
+}
+
+void Stream::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (released_ == enqueued_) return;
+    released_ = enqueued_;
+  }
+  work_available_.notify_all();
+}
+
+bool Stream::FindUnfinishedUse(uintptr_t begin, uintptr_t end, bool written_only, MemoryUse* found) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::vector<MemoryUse>& task_uses : unfinished_uses_) {
+    for (const MemoryUse& use : task_uses) {
+      const uintptr_t use_begin = reinterpret_cast<uintptr_t>(use.data);
+      if ((written_only && !use.written) || use.bytes == 0 || use_begin >= end || begin >= use_begin + use.bytes) {
+        continue;
+      }
+      *found = use;
+      return true;
+    }
+  }
+  return false;
 }
 
 uint64_t Stream::EnqueuedCount() {
@@ -135,6 +182,12 @@ uint64_t Stream::CompletedCount() {
 
 void Stream::WaitUntilCompleted(uint64_t count) {
   auto completed = [&] { return completed_.load(std::memory_order_acquire) >= count; };
+  if (strict::Enabled() && !completed()) {
+    SynchronisingScope synchronising;
+    std::unique_lock<std::mutex> lock(mutex_);
+    work_completed_.wait(lock, [&] { return completed_ >= count; });
+    return;
+  }
   if (PollingLeavesKernelsTheirCores()) {
     PollBriefly([&] { return completed() || g_parallel_regions.load(std::memory_order_relaxed) > 0; });
   }
@@ -181,14 +234,15 @@ void Stream::WorkerLoop() {
   const aclError activation = backend_->Activate(ordinal_, &activation_error);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    if (queue_.empty() && !stopping_ && PollingLeavesKernelsTheirCores()) {
+    if (queue_.empty() && !stopping_ && !hold_ && PollingLeavesKernelsTheirCores()) {
       // A caller that synchronises after each call enqueues the next task soon after this one completes.
       const uint64_t taken = completed_.load(std::memory_order_relaxed);
       lock.unlock();
       PollBriefly([&] { return enqueued_.load(std::memory_order_acquire) > taken; });
       lock.lock();
     }
-    work_available_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    // A held stream's next task (the completed_-th) waits for its release; stopping runs everything.
+    work_available_.wait(lock, [&] { return (!queue_.empty() && (!hold_ || completed_ < released_)) || stopping_; });
     if (queue_.empty()) break;  // stopping, and everything queued has run
     Task task = std::move(queue_.front());
     queue_.pop_front();
@@ -205,6 +259,7 @@ void Stream::WorkerLoop() {
     }
     task = nullptr;  // release the task's captures before reporting it complete
     lock.lock();
+    if (hold_ && !unfinished_uses_.empty()) unfinished_uses_.pop_front();
     ++completed_;
     work_completed_.notify_all();
   }
@@ -246,6 +301,36 @@ void Stream::RunOne(Task& task) {
     failure_.code = code;
     failure_.message = std::move(message);
   }
+}
+
+SynchronisingScope::SynchronisingScope() {
+  if (!strict::Enabled()) return;
+  g_synchronising.fetch_add(1);
+  ReleaseHeldWork();
+}
+
+SynchronisingScope::~SynchronisingScope() {
+  if (strict::Enabled()) g_synchronising.fetch_sub(1);
+}
+
+void ReleaseHeldWork() {
+  std::lock_guard<std::mutex> lock(g_held_streams_mutex);
+  for (Stream* stream : g_held_streams) stream->Release();
+}
+
+bool FindUnfinishedUseOnAnyStream(const void* begin, size_t bytes, bool written_only, std::string* what) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(begin);
+  std::lock_guard<std::mutex> lock(g_held_streams_mutex);
+  for (Stream* stream : g_held_streams) {
+    MemoryUse use;
+    if (stream->FindUnfinishedUse(start, start + bytes, written_only, &use)) {
+      *what = StrFormat("%s (%" PRIu64 " bytes at %p, %s by work queued on stream %p that has not finished: the "
+                        "program has not synchronised with it)",
+                        use.what.c_str(), use.bytes, use.data, use.written ? "written" : "read", stream->handle());
+      return true;
+    }
+  }
+  return false;
 }
 
 bool FencePassed(const StreamFence& fence) {

@@ -45,8 +45,14 @@ class Stream {
   void* native_stream() const { return native_stream_; }
   int32_t device_id() const { return device_id_; }
 
-  // Appends task; false when the stream is shutting down.
-  bool Enqueue(Task task);
+  // Appends task (uses: the memory it touches, kept in strict mode); false when the stream is shutting down.
+  bool Enqueue(Task task, std::vector<MemoryUse> uses = {});
+  // Strict mode holds a CPU stream's tasks back until the program synchronises (docs/strict_mode.md): lets every
+  // task enqueued so far run.
+  void Release();
+  // Strict mode: a use of [begin, end) by a task of this stream that has not finished (only writes when
+  // written_only); false when there is none.
+  bool FindUnfinishedUse(uintptr_t begin, uintptr_t end, bool written_only, MemoryUse* found);
   // The number of tasks enqueued so far: WaitUntilCompleted(EnqueuedCount()) waits for all of them.
   uint64_t EnqueuedCount();
   // The number of tasks that have finished (run, or discarded at process exit).
@@ -80,6 +86,9 @@ class Stream {
   std::condition_variable work_available_;
   std::condition_variable work_completed_;
   std::deque<Task> queue_;
+  const bool hold_;           // strict mode on the CPU: tasks run only once released
+  uint64_t released_ = 0;     // tasks [0, released_) may run (hold_)
+  std::deque<std::vector<MemoryUse>> unfinished_uses_;  // per task not yet finished, oldest first (hold_)
   // Written under mutex_; atomic so that the short spins before a wait (WorkerLoop, WaitUntilCompleted) can read
   // them without it.
   std::atomic<uint64_t> enqueued_{0};
@@ -98,6 +107,19 @@ struct StreamPosition {
   uint64_t enqueued = 0;
 };
 using StreamFence = std::vector<StreamPosition>;
+
+// Strict mode: lets the held work of every stream run (each synchronisation does, and so does enqueueing while a
+// thread is synchronising); and finds a use of [begin, end) by unfinished work on any stream, described in *what.
+void ReleaseHeldWork();
+bool FindUnfinishedUseOnAnyStream(const void* begin, size_t bytes, bool written_only, std::string* what);
+// Strict mode, around a synchronising wait: releases the held work, and releases new work at once while it lives.
+class SynchronisingScope {
+ public:
+  SynchronisingScope();
+  ~SynchronisingScope();
+  SynchronisingScope(const SynchronisingScope&) = delete;
+  SynchronisingScope& operator=(const SynchronisingScope&) = delete;
+};
 
 // Whether every task covered by fence has finished (never blocks).
 bool FencePassed(const StreamFence& fence);

@@ -5,7 +5,8 @@
 #   2. examples/sample built with find_package(PortableAclnn) (CMAKE_PREFIX_PATH) and run;
 #   3. the same main.cpp built with the plain g++ line of README.md and run with LD_LIBRARY_PATH, and so are the
 #      CANN-style programs of cann_style/ (grid sampler, MSDA, NsaCompress: forward and backward, null strides, a
-#      fresh workspace per call);
+#      fresh workspace per call); then all of these again with ACLNN_STRICT=1, which must report nothing
+#      (docs/strict_mode.md);
 #   4. the same main.cpp built with pkg-config's flags and run (rpath from pkg-config's libdir);
 #   5. every public header compiled alone and all together as C11 and as C++11 with -Wall -Wextra -Wpedantic
 #      -Werror, linked and run.
@@ -131,6 +132,16 @@ for program in grid_sampler2d msda nsa_compress; do
      -I"${prefix}/include" -I"${prefix}/include/aclnnop" -L"${prefix}/lib" -lascendcl -lnnopbase -lopapi \
      -o "cann_${program}") || fail "building the CANN-style ${program}.cpp with the plain g++ line"
   LD_LIBRARY_PATH="${prefix}/lib" run "${work}/cann_${program}" || fail "the CANN-style ${program} program failed"
+done
+
+step "(b3) the sample and the CANN-style programs again in strict mode (ACLNN_STRICT=1): they run, nothing reported"
+for program in sample_plain cann_grid_sampler2d cann_msda cann_nsa_compress; do
+  LD_LIBRARY_PATH="${prefix}/lib" ACLNN_STRICT=1 run "${work}/${program}" > "${work}/strict.out" 2>&1 ||
+    { cat "${work}/strict.out"; fail "${program} failed in strict mode"; }
+  if grep -q "ACLNN_STRICT:" "${work}/strict.out"; then
+    cat "${work}/strict.out"
+    fail "${program} got a strict-mode report"
+  fi
 done
 
 step "(c) pkg-config"

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -508,6 +509,19 @@ std::string DeviceTensor::CheckGuards() const {
 bool DeviceIsCpu() {
   const char* name = aclrtGetSocName();
   return name != nullptr && std::strncmp(name, "CPU", 3) == 0;
+}
+
+bool StrictMode() {
+  const char* text = std::getenv("ACLNN_STRICT");
+  if (text == nullptr) return false;
+  for (const char* on : {"1", "true", "yes", "on"}) {
+    if (strcasecmp(text, on) == 0) return true;
+  }
+  return false;
+}
+
+std::string StrictModeReason(const char* why) {
+  return std::string("not in strict mode (") + why + "; docs/strict_mode.md)";
 }
 
 std::string CpuOnlyReason(const char* why) {

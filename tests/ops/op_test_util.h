@@ -146,6 +146,10 @@ class TestStream {
 // targets. Every other test runs on whatever device ACLNN_DEVICE picks.
 bool DeviceIsCpu();
 std::string CpuOnlyReason(const char* why);
+// Whether this run is in strict mode (ACLNN_STRICT set to 1, true, yes or on, as the library reads it): tests of
+// what strict mode refuses or changes by design skip, saying why (StrictModeReason).
+bool StrictMode();
+std::string StrictModeReason(const char* why);
 
 // The calling thread's pending error message (aclGetRecentErrMsg), as a string ("" when none).
 std::string RecentErrorMessage();

@@ -76,6 +76,8 @@ TEST(Config, PortableAclnnSectionIsChecked) {
   for (const Case& c : {Case{"{\"portable_aclnn\": {\"device\": \"gpu\"}}", "\"cpu\", \"cuda\" or \"auto\""},
                         Case{"{\"portable_aclnn\": {\"device\": 1}}", "must be a string"},
                         Case{"{\"portable_aclnn\": {\"devices\": \"cpu\"}}", "no key \"devices\""},
+                        Case{"{\"portable_aclnn\": {\"strict\": 1}}", "\"strict\" must be true or false"},
+                        Case{"{\"portable_aclnn\": {\"strict\": \"on\"}}", "\"strict\" must be true or false"},
                         Case{"{\"portable_aclnn\": \"cpu\"}", "must be an object"}}) {
     ConfigFile file(c.text);
     EXPECT_EQ(aclInit(file.path()), ACL_ERROR_FILE_ATTR_INVALID) << c.text;
@@ -116,6 +118,48 @@ TEST(Config, DeviceChoice) {
         ConfigFile file("{\"portable_aclnn\": {\"device\": \"cpu\"}}");
         const bool ok = aclInit(file.path()) == ACL_ERROR_FILE_ATTR_INVALID &&
                         Mentions(TakeErrors(), {"already numbered", "call aclInit first"});
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// In a fresh process: "strict": true turns strict mode on (fresh device memory reads as 0xFF bytes), "strict": false
+// leaves it off; once device memory has been allocated, turning it on is refused (docs/strict_mode.md).
+TEST(Config, StrictKey) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The first byte of a fresh 64-byte aclrtMalloc block, read through aclrtMemcpy; -1 on failure.
+  auto first_fresh_byte = [] {
+    void* device = nullptr;
+    unsigned char byte = 0;
+    if (aclrtSetDevice(0) != ACL_SUCCESS || aclrtMalloc(&device, 64, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+        aclrtMemcpy(&byte, 1, device, 1, ACL_MEMCPY_DEVICE_TO_HOST) != ACL_SUCCESS || aclrtFree(device) != 0) {
+      return -1;
+    }
+    return static_cast<int>(byte);
+  };
+  EXPECT_EXIT(
+      {
+        unsetenv("ACLNN_STRICT");
+        ConfigFile file("{\"portable_aclnn\": {\"strict\": true}}");
+        std::exit(aclInit(file.path()) == ACL_SUCCESS && first_fresh_byte() == 0xFF ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        unsetenv("ACLNN_STRICT");
+        ConfigFile file("{\"portable_aclnn\": {\"strict\": false}}");
+        // Not poisoned: a block straight from the system reads as zeros.
+        std::exit(aclInit(file.path()) == ACL_SUCCESS && first_fresh_byte() == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        unsetenv("ACLNN_STRICT");
+        const bool first_run = aclInit(nullptr) == ACL_SUCCESS && first_fresh_byte() == 0 &&
+                               aclFinalize() == ACL_SUCCESS;
+        ConfigFile file("{\"portable_aclnn\": {\"strict\": true}}");
+        const bool ok = first_run && aclInit(file.path()) == ACL_ERROR_FILE_ATTR_INVALID &&
+                        Mentions(TakeErrors(), {"\"strict\": true comes too late", "call aclInit first"});
         std::exit(ok ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");

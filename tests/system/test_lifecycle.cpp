@@ -165,6 +165,9 @@ TEST(Lifecycle, TensorsScalarsArraysAndListsCreatedAndDestroyed) {
 // repeatable), released by their run, destroyed after a run that is still queued, repeatable ones run twice and
 // destroyed. The 16 measured iterations release 1920 executors.
 TEST(Lifecycle, ExecutorsOfEveryOperatorCreatedRunAndDestroyed) {
+  if (optest::StrictMode()) {
+    GTEST_SKIP() << optest::StrictModeReason("its quarantine keeps every freed allocation's range and stacks");
+  }
   std::vector<std::unique_ptr<OpCase>> cases = systest::MakeAllCases(100, systest::CaseSize::kSmall);
   optest::TestStream stream;
   const std::vector<std::vector<uint8_t>> expected = SerialResults(cases, stream.get());
@@ -235,6 +238,9 @@ TEST(Lifecycle, IdleWorkersUseNoCpu) {
 // destruction runs it). Each stream's worker thread runs a kernel, so it also starts a team of OpenMP threads,
 // which must go when the stream goes.
 TEST(Lifecycle, StreamsCreatedUsedAndDestroyed) {
+  if (optest::StrictMode()) {
+    GTEST_SKIP() << optest::StrictModeReason("its quarantine keeps every freed allocation's range and stacks");
+  }
   std::vector<std::unique_ptr<OpCase>> cases = systest::MakeAllCases(200, systest::CaseSize::kSmall);
   std::vector<std::vector<uint8_t>> expected;
   {
@@ -263,6 +269,9 @@ TEST(Lifecycle, StreamsCreatedUsedAndDestroyed) {
 
 // The same from several threads at once, each creating and destroying its own streams.
 TEST(Lifecycle, StreamsCreatedAndDestroyedBySeveralThreadsAtOnce) {
+  if (optest::StrictMode()) {
+    GTEST_SKIP() << optest::StrictModeReason("its quarantine keeps every freed allocation's range and stacks");
+  }
   constexpr int kThreads = 4;
   std::vector<std::vector<std::unique_ptr<OpCase>>> cases(kThreads);
   std::vector<std::vector<std::vector<uint8_t>>> expected(kThreads);
@@ -307,6 +316,9 @@ TEST(Lifecycle, StreamsCreatedAndDestroyedBySeveralThreadsAtOnce) {
 // Contexts created, used through a stream of their own and their default stream, and destroyed with that work
 // still queued (destruction runs it, and takes the context's streams with it).
 TEST(Lifecycle, ContextsCreatedUsedAndDestroyed) {
+  if (optest::StrictMode()) {
+    GTEST_SKIP() << optest::StrictModeReason("its quarantine keeps every freed allocation's range and stacks");
+  }
   std::vector<std::unique_ptr<OpCase>> cases = systest::MakeAllCases(400, systest::CaseSize::kSmall);
   std::vector<std::vector<uint8_t>> expected;
   {
@@ -341,6 +353,9 @@ TEST(Lifecycle, ContextsCreatedUsedAndDestroyed) {
 
 // Whole aclInit / aclFinalize cycles, each leaving a stream, the default stream and queued work for aclFinalize.
 TEST(Lifecycle, InitFinalizeCyclesWithWorkLeftForFinalize) {
+  if (optest::StrictMode()) {
+    GTEST_SKIP() << optest::StrictModeReason("its quarantine keeps every freed allocation's range and stacks");
+  }
   std::vector<std::unique_ptr<OpCase>> cases = systest::MakeAllCases(500, systest::CaseSize::kSmall);
   std::vector<std::vector<uint8_t>> expected;
   {
@@ -384,6 +399,9 @@ TEST(Lifecycle, InitFinalizeCyclesWithWorkLeftForFinalize) {
 // aclrtMalloc / aclrtFree, aclrtMallocHost / aclrtFreeHost, with copies and sets in between; from one thread (with
 // refused frees among them), then from several at once.
 TEST(Lifecycle, DeviceAndHostMemoryAllocatedAndFreed) {
+  if (optest::StrictMode()) {
+    GTEST_SKIP() << optest::StrictModeReason("its quarantine keeps every freed allocation's range and stacks");
+  }
   const size_t sizes[] = {1, 63, 4096, 100000, size_t{1} << 20};
   std::vector<uint8_t> host(sizes[4], 0x5A);
   // refusals: also free with the wrong function and free twice, which must be refused. Only on one thread: with

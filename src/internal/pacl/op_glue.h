@@ -33,7 +33,8 @@ namespace pacl {
 // status() and the thread's recent error message, "<op>: <what>", and later checks then return false at once.
 class PACL_INTERNAL_API OpChecker {
  public:
-  explicit OpChecker(const char* op_name) : op_name_(op_name) {}
+  // Starts a phase 1: in strict mode, the memory uses recorded on this thread (StrictMemoryUsesOfThisCall) restart.
+  explicit OpChecker(const char* op_name);
 
   // 161001 when p is null: "<op>: <param> must not be null".
   bool NotNull(const void* p, const char* param);
@@ -70,6 +71,11 @@ class PACL_INTERNAL_API OpChecker {
   bool device_known_ = false;  // device_ is read once, at the first tensor
   rt::DeviceRef device_;
 };
+
+// Strict mode (docs/strict_mode.md): the device memory the current phase 1 on this thread has seen, each tensor's
+// storage from its data pointer, outputs (those passed to DistinctOutputElements) marked written. CreateExecutor
+// takes them for the executor's runs.
+std::vector<rt::MemoryUse>& StrictMemoryUsesOfThisCall();
 
 // What a kernel runs with.
 struct KernelContext {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "acl/acl_base.h"
 #include "acl/acl_rt.h"
@@ -19,13 +20,23 @@ namespace pacl::rt {
 // next aclrtSynchronizeStream / aclrtSynchronizeDevice.
 using Task = std::function<aclError()>;
 
+// Device memory a task reads or writes, recorded in strict mode (docs/strict_mode.md) so that freeing it, or copying
+// from or into it, before the task has finished is reported.
+struct MemoryUse {
+  const void* data = nullptr;
+  uint64_t bytes = 0;
+  bool written = false;
+  std::string what;  // "aclnnScaledMaskedSoftmax's y"
+};
+
 // Appends task to stream's FIFO (nullptr: the current context's default stream) and returns without waiting.
 // The task runs with the stream's context current. Fails (with a message) for an unknown stream, or for nullptr
 // when the calling thread has no current context; an explicit stream may be used from any thread.
 PACL_INTERNAL_API aclError EnqueueTask(aclrtStream stream, Task task);
 // The same, for work of device device_id (an aclrt device id): a stream of another device is refused
 // (ACL_ERROR_RT_STREAM_CONTEXT, with a message naming both devices).
-PACL_INTERNAL_API aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t device_id, Task task);
+PACL_INTERNAL_API aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t device_id, Task task,
+                                               std::vector<MemoryUse> uses = {});
 // The native stream (cudaStream_t) of the aclrtStream whose task runs on the calling thread; nullptr on the CPU.
 PACL_INTERNAL_API void* CurrentNativeStream();
 
@@ -62,6 +73,12 @@ PACL_INTERNAL_API bool FindDeviceAllocation(const void* p, uintptr_t* base, size
 // Whether p lies in CPU device memory that aclrtFree released and that is not handed out again (an idle block of
 // the block cache); *what then describes it. (Freed GPU memory is not tracked.)
 PACL_INTERNAL_API bool IsFreedDeviceMemory(const void* p, std::string* what);
+
+// Strict mode (ACLNN_STRICT=1 or aclInit's "strict": true; docs/strict_mode.md): whether it is on, and its report
+// (one block on stderr beginning "ACLNN_STRICT: ", what happened, the allocation and free stacks of the device
+// memory at address if there is one, then the calling stack).
+PACL_INTERNAL_API bool StrictMode();
+PACL_INTERNAL_API void StrictReport(const std::string& what, const void* address);
 
 // The device of the calling thread's current context (phase 1 binds an operator call to it); the CPU, device 0,
 // when the thread has no current context.

@@ -14,6 +14,7 @@
 #include "../backend.h"
 #include "../runtime_state.h"
 #include "block_cache.h"
+#include "strict_memory.h"
 #include "pacl/error.h"
 
 namespace pacl::rt {
@@ -53,12 +54,15 @@ class CpuDevice final : public Backend {
   DeviceKind kind() const override { return DeviceKind::kCpu; }
 
   aclError Malloc(int, size_t size, bool huge_pages, void** ptr, std::string* error) override {
-    *ptr = cpu::DeviceBlockCache().Allocate(size, huge_pages, error);
+    *ptr = strict::EnabledFromNowOn() ? strict::Allocate(size, error)
+                                      : cpu::DeviceBlockCache().Allocate(size, huge_pages, error);
     return *ptr != nullptr ? ACL_SUCCESS : ACL_ERROR_BAD_ALLOC;
   }
 
   aclError Free(int, void* ptr, StreamFence fence, std::string* error) override {
-    // No waiting: the block is not reused before the work queued until now has finished.
+    // No waiting: the block is not reused before the work queued until now has finished. In strict mode it is
+    // quarantined at once, as an NPU frees at once: work still queued that uses it faults, and is reported.
+    if (strict::Release(ptr)) return ACL_SUCCESS;
     if (cpu::DeviceBlockCache().Release(ptr, std::move(fence))) return ACL_SUCCESS;
     *error = StrFormat("%p is not a block of the CPU's block cache", ptr);
     return ACL_ERROR_INTERNAL_ERROR;
