@@ -204,14 +204,17 @@ aclError CheckMemset(const char* function, void* devPtr, size_t maxCount, size_t
 // A copy or a fill by the current device's backend; native_stream nullptr: now.
 using DeviceWork = std::function<aclError(pacl::rt::Backend* backend, void* native_stream, std::string* reason)>;
 
+// (In strict mode the device memory they touch is opened for them: pacl::rt::strict::Access.)
 DeviceWork CopyWork(void* dst, const void* src, size_t count) {
   return [dst, src, count](pacl::rt::Backend* backend, void* native_stream, std::string* reason) {
+    const pacl::rt::strict::Access access({{dst, count}, {src, count}});
     return backend->Copy(dst, src, count, native_stream, reason);
   };
 }
 
 DeviceWork FillWork(void* dst, int32_t value, size_t count) {
   return [dst, value, count](pacl::rt::Backend* backend, void* native_stream, std::string* reason) {
+    const pacl::rt::strict::Access access({{dst, count}});
     return backend->Fill(dst, value, count, native_stream, reason);
   };
 }

@@ -246,8 +246,12 @@ void Stream::WorkerLoop() {
     if (queue_.empty()) break;  // stopping, and everything queued has run
     Task task = std::move(queue_.front());
     queue_.pop_front();
+    // Strict mode: the device memory the task uses is open to it (and to its kernel's threads) while it runs.
+    std::vector<MemoryUse> uses;
+    if (hold_ && !unfinished_uses_.empty()) uses = unfinished_uses_.front();
     lock.unlock();
     if (activation == ACL_SUCCESS) {
+      const strict::Access access = strict::Access::Of(uses);
       RunOne(task);
     } else {
       // Every task fails with the reason rather than running on the wrong device.

@@ -164,6 +164,20 @@ TEST_F(StrictMode, HostReadAfterFreeStopsWithAReport) {
       "access");
 }
 
+TEST_F(StrictMode, HostAccessToLiveDeviceMemoryStopsWithAReport) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        void* device = nullptr;
+        if (aclrtMalloc(&device, 256, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) std::exit(3);
+        std::vector<float> host(64, 2.0f);
+        if (aclrtMemcpy(device, 256, host.data(), 256, ACL_MEMCPY_HOST_TO_DEVICE) != ACL_SUCCESS) std::exit(4);
+        std::fprintf(stderr, "%f\n", static_cast<volatile float*>(device)[5]);  // as if it were host memory
+      },
+      "ACLNN_STRICT: the host read or wrote device memory directly: 0x[0-9a-f]+ lies 20 bytes into a live "
+      "allocation of 256 bytes(.|\n)*allocated \\(aclrtMalloc\\) at:(.|\n)*the access");
+}
+
 TEST_F(StrictMode, HostWritePastTheEndStopsWithAReport) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
@@ -215,10 +229,13 @@ class StrictStreams : public StrictMode {
 TEST_F(StrictStreams, WorkWaitsForTheSynchronisation) {
   QueuedSoftmax q = Enqueue();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  // Peeking at device memory directly (not caught yet) shows that the kernel has not run: y is still poison.
-  EXPECT_TRUE(std::isnan(static_cast<volatile float*>(q.y)[0]));
-  ASSERT_EQ(aclrtSynchronizeStream(stream_), ACL_SUCCESS);
+  // 50 ms later the kernel has still not run: reading y is refused because its work has not finished.
   std::vector<float> y(kElements);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(aclrtMemcpy(y.data(), kElements * 4, q.y, kElements * 4, ACL_MEMCPY_DEVICE_TO_HOST),
+            ACL_ERROR_INVALID_PARAM);
+  ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(aclrtSynchronizeStream(stream_), ACL_SUCCESS);
   ASSERT_EQ(aclrtMemcpy(y.data(), kElements * 4, q.y, kElements * 4, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
   for (float v : y) EXPECT_TRUE(v > 0.0f && v < 1.0f) << v;
   Finish(q);

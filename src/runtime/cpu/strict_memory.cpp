@@ -39,6 +39,7 @@ struct Mapping {
   uintptr_t block = 0;     // what aclrtMalloc returned: the last rounded-up bytes before the guard page
   size_t size = 0;         // what was asked for
   bool freed = false;
+  int open_count = 0;      // Access scopes using it: readable and writable while > 0
   Stack allocated;
   Stack released;
 };
@@ -90,6 +91,11 @@ void WriteStack(const char* title, const Stack& stack) {
 // What an access at a means for mapping m (a lies in it).
 std::string DescribeAccess(const Mapping& m, uintptr_t a) {
   const void* block = reinterpret_cast<const void*>(m.block);
+  if (a < m.block + m.size && a >= m.start && !m.freed) {
+    return StrFormat("the host read or wrote device memory directly: %p lies %lld bytes into a live allocation of "
+                     "%zu bytes at %p (an NPU's memory is not addressable from the host: copy it with aclrtMemcpy)",
+                     reinterpret_cast<const void*>(a), static_cast<long long>(a - m.block), m.size, block);
+  }
   if (m.freed) {
     return StrFormat("use of device memory after aclrtFree: %p lies %+lld bytes from the start of a freed "
                      "allocation of %zu bytes at %p",
@@ -192,8 +198,8 @@ void* Allocate(size_t size, std::string* error) {
     return nullptr;
   }
   const uintptr_t base = reinterpret_cast<uintptr_t>(start);
-  ::mprotect(reinterpret_cast<void*>(base + data_bytes), page, PROT_NONE);
   std::memset(start, kPoison, data_bytes);
+  ::mprotect(start, data_bytes + page, PROT_NONE);  // opened by Access while the runtime uses it
   Mapping m;
   m.start = base;
   m.data_bytes = data_bytes;
@@ -237,6 +243,30 @@ bool DescribeFreed(const void* p, std::string* what) {
                     "mode)",
                     m->size, reinterpret_cast<const void*>(m->block));
   return true;
+}
+
+Access::Access(std::initializer_list<Range> ranges) {
+  for (const Range& range : ranges) Open(range.data, range.bytes);
+}
+
+void Access::Open(const void* data, uint64_t bytes) {
+  if (!Enabled() || data == nullptr || bytes == 0) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Mapping* m = FindLocked(reinterpret_cast<uintptr_t>(data));
+  if (m == nullptr || m->freed) return;  // not a strict block, or freed (the access then faults, and is reported)
+  if (m->open_count++ == 0) ::mprotect(reinterpret_cast<void*>(m->start), m->data_bytes, PROT_READ | PROT_WRITE);
+  opened_.push_back(m->start);
+}
+
+Access::~Access() {
+  if (opened_.empty()) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (uintptr_t start : opened_) {
+    auto it = g_mappings.find(start);
+    // Release protected it already (and a range evicted from the quarantine and mapped again is another block).
+    if (it == g_mappings.end() || it->second.freed || it->second.open_count <= 0) continue;
+    if (--it->second.open_count == 0) ::mprotect(reinterpret_cast<void*>(start), it->second.data_bytes, PROT_NONE);
+  }
 }
 
 std::string CallStack(int skip_frames) {

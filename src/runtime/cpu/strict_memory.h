@@ -4,6 +4,10 @@
 // NOTE: device memory in strict mode is not served by the block cache. Each aclrtMalloc gets a mapping of its own:
 // the block, rounded up to 64 bytes, ends where a PROT_NONE guard page begins, and its bytes start as 0xFF (NaN in
 // every float dtype, -1 in every integer one), so a program or kernel that relies on zeroed memory fails visibly.
+// The whole mapping is PROT_NONE while nothing of the runtime uses it: the host reading or writing device memory
+// directly faults, as on an NPU it cannot address it. A task (on its stream's worker, with the memory uses recorded
+// for it) and a synchronous copy or fill open the blocks they touch for their duration (Access; counted, so that
+// overlapping users keep them open).
 // aclrtFree gives the pages back (MADV_DONTNEED) and leaves the range PROT_NONE in a quarantine, oldest released
 // first past kQuarantineBytes of address space, so a use after free faults instead of reading a new owner's data.
 // The call stacks of each allocation and free are kept. A fault inside one of these ranges is reported
@@ -13,7 +17,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace pacl::rt::strict {
 
@@ -31,6 +38,32 @@ void* Allocate(size_t size, std::string* error);
 bool Release(void* p);
 // Whether p lies in a quarantined (freed) block; *what then describes it in one line.
 bool DescribeFreed(const void* p, std::string* what);
+
+// Opens the strict blocks that hold the given ranges for reading and writing while it lives (no-op outside strict
+// mode, and for memory that is not a strict block).
+class Access {
+ public:
+  struct Range {
+    const void* data;
+    uint64_t bytes;
+  };
+  explicit Access(std::initializer_list<Range> ranges);
+  template <class Uses>  // a container of items with .data and .bytes (pacl::rt::MemoryUse)
+  static Access Of(const Uses& uses) {
+    Access access({});
+    for (const auto& use : uses) access.Open(use.data, use.bytes);
+    return access;
+  }
+  ~Access();
+  Access(Access&& other) noexcept : opened_(std::move(other.opened_)) { other.opened_.clear(); }
+  Access(const Access&) = delete;
+  Access& operator=(const Access&) = delete;
+  Access& operator=(Access&&) = delete;
+
+ private:
+  void Open(const void* data, uint64_t bytes);
+  std::vector<uintptr_t> opened_;  // mapping starts, one per Open that found a block
+};
 
 // Writes one report to stderr: "ACLNN_STRICT: ", what, the allocation and free stacks of the block that holds
 // address (if any), then the caller's stack.
