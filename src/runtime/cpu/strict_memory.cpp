@@ -88,22 +88,28 @@ void WriteStack(const char* title, const Stack& stack) {
   ::backtrace_symbols_fd(stack.frames, stack.count, STDERR_FILENO);
 }
 
-// What an access at a means for mapping m (a lies in it).
-std::string DescribeAccess(const Mapping& m, uintptr_t a) {
+// What an access at a means for mapping m (a lies in it), into text (for the fault handler: no allocation).
+void DescribeAccess(const Mapping& m, uintptr_t a, char* text, size_t capacity) {
+  const void* address = reinterpret_cast<const void*>(a);
   const void* block = reinterpret_cast<const void*>(m.block);
-  if (a < m.block + m.size && a >= m.start && !m.freed) {
-    return StrFormat("the host read or wrote device memory directly: %p lies %lld bytes into a live allocation of "
-                     "%zu bytes at %p (an NPU's memory is not addressable from the host: copy it with aclrtMemcpy)",
-                     reinterpret_cast<const void*>(a), static_cast<long long>(a - m.block), m.size, block);
+  const long long offset = static_cast<long long>(a) - static_cast<long long>(m.block);
+  if (a < m.block + m.size && !m.freed) {
+    std::snprintf(text, capacity,
+                  "ACLNN_STRICT: the host read or wrote device memory directly: %p lies %lld bytes into a live "
+                  "allocation of %zu bytes at %p (an NPU's memory is not addressable from the host: copy it with "
+                  "aclrtMemcpy)\n",
+                  address, offset, m.size, block);
+  } else if (m.freed) {
+    std::snprintf(text, capacity,
+                  "ACLNN_STRICT: use of device memory after aclrtFree: %p lies %+lld bytes from the start of a freed "
+                  "allocation of %zu bytes at %p\n",
+                  address, offset, m.size, block);
+  } else {
+    std::snprintf(text, capacity,
+                  "ACLNN_STRICT: access past the end of device memory: %p is %lld bytes past the end of the "
+                  "allocation of %zu bytes at %p (its guard page)\n",
+                  address, offset - static_cast<long long>(m.size), m.size, block);
   }
-  if (m.freed) {
-    return StrFormat("use of device memory after aclrtFree: %p lies %+lld bytes from the start of a freed "
-                     "allocation of %zu bytes at %p",
-                     reinterpret_cast<const void*>(a), static_cast<long long>(a - m.block), m.size, block);
-  }
-  return StrFormat("access past the end of device memory: %p is %zu bytes past the end of the allocation of %zu "
-                   "bytes at %p (its guard page)",
-                   reinterpret_cast<const void*>(a), static_cast<size_t>(a - (m.block + m.size)), m.size, block);
 }
 
 void WriteStacks(const Mapping& m) {
@@ -118,7 +124,9 @@ void OnFault(int signal_number, siginfo_t* info, void* context) {
   const bool locked = g_mutex.try_lock();  // a fault while the mutex is held is reported without the allocation
   const Mapping* m = locked ? FindLocked(a) : nullptr;
   if (m != nullptr) {
-    WriteText(("ACLNN_STRICT: " + DescribeAccess(*m, a) + "\n").c_str());
+    static char text[512];  // static: the handler allocates nothing (the fault may come from inside malloc)
+    DescribeAccess(*m, a, text, sizeof text);
+    WriteText(text);
     WriteStacks(*m);
     Stack here;
     Capture(&here);
