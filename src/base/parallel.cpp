@@ -65,13 +65,17 @@ int CpusInAffinityMask() {
   return 0;
 }
 
-int ComputeNumThreads() {
-  const int from_environment = ThreadsFromEnvironment();
-  if (from_environment > 0) return from_environment;
+// CPUs this process may run on: its affinity mask, else the hardware's count; at least 1.
+int CpusForThisProcess() {
   const int from_affinity = CpusInAffinityMask();
   if (from_affinity > 0) return from_affinity;
   const unsigned hardware = std::thread::hardware_concurrency();
   return hardware > 0 ? static_cast<int>(std::min<unsigned>(hardware, kMaxThreadsFromEnvironment)) : 1;
+}
+
+int ComputeNumThreads() {
+  const int from_environment = ThreadsFromEnvironment();
+  return from_environment > 0 ? from_environment : CpusForThisProcess();
 }
 
 // True while the current thread runs a chunk body: a ParallelFor called then runs serially.
@@ -122,12 +126,13 @@ void ParallelFor(int64_t total, int64_t chunk_size, const std::function<void(int
     block_time_set = true;
   }
 #endif
+  static const int cpus = CpusForThisProcess();
   struct RegionScope {  // for the runtime's polling threads (pacl::rt::EnterParallelRegion)
-    explicit RegionScope(int team) { rt::EnterParallelRegion(team); }
+    explicit RegionScope(bool team_uses_every_cpu) { rt::EnterParallelRegion(team_uses_every_cpu); }
     ~RegionScope() { rt::LeaveParallelRegion(); }
     RegionScope(const RegionScope&) = delete;
     RegionScope& operator=(const RegionScope&) = delete;
-  } region(threads);
+  } region(threads >= cpus);
   std::atomic<bool> failed{false};
   std::exception_ptr first_exception;
   std::mutex exception_mutex;

@@ -146,15 +146,20 @@ aclError ReleaseHost(const char* function, const char* param, void* ptr) {
   return ACL_SUCCESS;
 }
 
+// A strict-mode finding of function at address: the report ("<function>: <message>", with the stacks of the block at
+// address), then the failure with message.
+aclError StrictFail(const char* function, const void* address, const std::string& message) {
+  pacl::rt::strict::Report(pacl::StrFormat("%s: %s", function, message.c_str()), address);
+  return Fail(ACL_ERROR_INVALID_PARAM, function, "%s", message.c_str());
+}
+
 // When p lies inside a registered allocation, [p, p + count) must fit in it; in strict mode p must not lie in
 // freed device memory. Expects the mutex.
 aclError CheckRangeLocked(RuntimeState& state, const char* function, const char* param, const void* p,
                           size_t count) {
   std::string freed;
   if (pacl::rt::strict::DescribeFreed(p, &freed)) {
-    const std::string message = pacl::StrFormat("%s: %s (%p) lies in %s", function, param, p, freed.c_str());
-    pacl::rt::strict::Report(message, p);
-    return Fail(ACL_ERROR_INVALID_PARAM, function, "%s (%p) lies in %s", param, p, freed.c_str());
+    return StrictFail(function, p, pacl::StrFormat("%s (%p) lies in %s", param, p, freed.c_str()));
   }
   uintptr_t base = 0;
   size_t size = 0;
@@ -266,11 +271,9 @@ aclError StrictUnfinishedWorkCheck(const char* function, const void* dst, const 
     found = pacl::rt::FindUnfinishedUseOnAnyStream(src, count, /*written_only=*/true, &what);
   }
   if (!found) return ACL_SUCCESS;
-  const std::string message =
-      pacl::StrFormat("%s (%p, %zu bytes) overlaps %s; synchronise (aclrtSynchronizeStream) first", param, p, count,
-                      what.c_str());
-  pacl::rt::strict::Report(pacl::StrFormat("%s: %s", function, message.c_str()), p);
-  return Fail(ACL_ERROR_INVALID_PARAM, function, "%s", message.c_str());
+  return StrictFail(function, p,
+                    pacl::StrFormat("%s (%p, %zu bytes) overlaps %s; synchronise (aclrtSynchronizeStream) first",
+                                    param, p, count, what.c_str()));
 }
 
 // The memory an Async copy or fill touches (strict mode's record; src null for a fill).
@@ -324,11 +327,10 @@ aclError aclrtFree(void* devPtr) {
     std::string what;
     if (pacl::rt::FindDeviceAllocation(devPtr, &base, &size) && base == reinterpret_cast<uintptr_t>(devPtr) &&
         pacl::rt::FindUnfinishedUseOnAnyStream(devPtr, size, /*written_only=*/false, &what)) {
-      const std::string message = pacl::StrFormat(
-          "devPtr %p (an allocation of %zu bytes) is still used by %s; synchronise before freeing it", devPtr, size,
-          what.c_str());
-      pacl::rt::strict::Report(pacl::StrFormat("%s: %s", kFunction, message.c_str()), devPtr);
-      return Fail(ACL_ERROR_INVALID_PARAM, kFunction, "%s", message.c_str());
+      return StrictFail(kFunction, devPtr,
+                        pacl::StrFormat("devPtr %p (an allocation of %zu bytes) is still used by %s; synchronise "
+                                        "before freeing it",
+                                        devPtr, size, what.c_str()));
     }
   }
   int32_t device_id = 0;

@@ -1,7 +1,5 @@
 #include "stream.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -38,26 +36,16 @@ std::mutex g_held_streams_mutex;
 std::vector<Stream*> g_held_streams;
 std::atomic<int> g_synchronising{0};
 
-// Kernels' parallel regions running now, in any stream, and the largest team any has had (EnterParallelRegion).
+// Kernels' parallel regions running now, in any stream, and whether any team has had a thread on every CPU
+// (EnterParallelRegion).
 std::atomic<int> g_parallel_regions{0};
-std::atomic<int> g_largest_team{0};
-
-// CPUs this process may run on (its affinity mask; hardware_concurrency when the mask cannot be read).
-int CpusAvailable() {
-  static const int cpus = [] {
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    if (sched_getaffinity(0, sizeof(mask), &mask) == 0 && CPU_COUNT(&mask) > 0) return CPU_COUNT(&mask);
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  }();
-  return cpus;
-}
+std::atomic<bool> g_a_team_used_every_cpu{false};
 
 // Whether polling cannot take a core from a kernel: only while the kernels' teams leave a CPU free. A team's threads
 // use every core during a region and, with libgomp, spin for a while after it; a polling worker and a polling caller
 // on top of them delayed every call (measured on two vCPUs with teams of two: a 150 us softmax took 160-200 us,
 // a 75 us softmax backward 90 us). Where teams take every CPU the runtime waits as before, without polling.
-bool PollingLeavesKernelsTheirCores() { return g_largest_team.load(std::memory_order_relaxed) < CpusAvailable(); }
+bool PollingLeavesKernelsTheirCores() { return !g_a_team_used_every_cpu.load(std::memory_order_relaxed); }
 
 // Polls ready() until it holds or kPollBeforeSleep has passed; whether it held.
 template <typename Ready>
@@ -78,11 +66,9 @@ bool PollBriefly(Ready ready) {
 
 void* CurrentNativeStream() { return t_native_stream; }
 
-void EnterParallelRegion(int threads) {
+void EnterParallelRegion(bool team_uses_every_cpu) {
   g_parallel_regions.fetch_add(1, std::memory_order_relaxed);
-  int largest = g_largest_team.load(std::memory_order_relaxed);
-  while (threads > largest && !g_largest_team.compare_exchange_weak(largest, threads, std::memory_order_relaxed)) {
-  }
+  if (team_uses_every_cpu) g_a_team_used_every_cpu.store(true, std::memory_order_relaxed);
 }
 void LeaveParallelRegion() { g_parallel_regions.fetch_sub(1, std::memory_order_relaxed); }
 
@@ -182,13 +168,9 @@ uint64_t Stream::CompletedCount() {
 
 void Stream::WaitUntilCompleted(uint64_t count) {
   auto completed = [&] { return completed_.load(std::memory_order_acquire) >= count; };
-  if (strict::Enabled() && !completed()) {
-    SynchronisingScope synchronising;
-    std::unique_lock<std::mutex> lock(mutex_);
-    work_completed_.wait(lock, [&] { return completed_ >= count; });
-    return;
-  }
-  if (PollingLeavesKernelsTheirCores()) {
+  if (completed()) return;
+  const SynchronisingScope synchronising;  // strict mode: lets the held work run
+  if (!hold_ && PollingLeavesKernelsTheirCores()) {
     PollBriefly([&] { return completed() || g_parallel_regions.load(std::memory_order_relaxed) > 0; });
   }
   if (completed()) return;

@@ -40,10 +40,10 @@ PACL_INTERNAL_API aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t devic
 // The native stream (cudaStream_t) of the aclrtStream whose task runs on the calling thread; nullptr on the CPU.
 PACL_INTERNAL_API void* CurrentNativeStream();
 
-// Brackets a kernel's parallel region (a team of `threads` threads on the CPU's cores). Streams' workers and
-// synchronising threads poll briefly before they sleep, but not while a region runs, and not at all once teams
-// have taken every CPU (stream.cpp, PollingLeavesKernelsTheirCores).
-PACL_INTERNAL_API void EnterParallelRegion(int threads);
+// Brackets a kernel's parallel region, saying whether its team has a thread on every CPU the process may use.
+// Streams' workers and synchronising threads poll briefly before they sleep, but not while a region runs, and not
+// at all once a team has taken every CPU (stream.cpp, PollingLeavesKernelsTheirCores).
+PACL_INTERNAL_API void EnterParallelRegion(bool team_uses_every_cpu);
 PACL_INTERNAL_API void LeaveParallelRegion();
 
 // Whether ACL_OPT_DETERMINISTIC is on for the calling thread: its current context's value if that context set
