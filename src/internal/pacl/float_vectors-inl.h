@@ -1,5 +1,6 @@
 // Per-target (Highway) conversion of one vector between fp16/bf16 bits and fp32, shared by the row conversions of
-// libnnopbase (src/base/convert-inl.h) and by kernels that convert while they compute. Include it after
+// libnnopbase (src/base/convert-inl.h) and by kernels that convert while they compute; and VectorArray, the
+// kernels' arrays of vectors that also compile for SVE. Include it after
 // hwy/highway.h from a file compiled once per target through hwy/foreach_target.h.
 //
 // NOTE: how each conversion is done, and why.
@@ -40,6 +41,41 @@ inline constexpr int kVectorRegisters = 16;
 #else
 inline constexpr int kVectorRegisters = 32;
 #endif
+
+// kCount vectors of tag D, indexed by number: the sums a kernel keeps in registers across a loop. Highway's SVE
+// vectors are sizeless types, which cannot be array elements or class members, so on scalable targets their lanes
+// live in an aligned buffer (loaded and stored around each use); elsewhere this is an array of vectors, which the
+// compiler keeps in registers once the loops over the index are unrolled (the same code as a plain array).
+template <class D, int kCount>
+class VectorArray {
+ public:
+  // Written out, so that it is compiled for the target: an implicit constructor is not, and cannot inline the
+  // vectors' constructors on Arm.
+  HWY_INLINE VectorArray() {}
+  HWY_INLINE hn::Vec<D> Get(D d, int i) const {
+#if HWY_HAVE_SCALABLE
+    return hn::Load(d, lanes_ + static_cast<size_t>(i) * hn::MaxLanes(d));
+#else
+    (void)d;
+    return vectors_[i];
+#endif
+  }
+  HWY_INLINE void Set(D d, int i, hn::Vec<D> v) {
+#if HWY_HAVE_SCALABLE
+    hn::Store(v, d, lanes_ + static_cast<size_t>(i) * hn::MaxLanes(d));
+#else
+    (void)d;
+    vectors_[i] = v;
+#endif
+  }
+
+ private:
+#if HWY_HAVE_SCALABLE
+  HWY_ALIGN hn::TFromD<D> lanes_[kCount * hn::MaxLanes(D())];
+#else
+  hn::Vec<D> vectors_[kCount];
+#endif
+};
 
 // x86 targets with F16C, whose fp16 conversions round to nearest even and handle Inf/NaN.
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)

@@ -110,6 +110,7 @@ using pacl::HWY_NAMESPACE::CanonicalSum;
 using pacl::HWY_NAMESPACE::CanonicalSums4;
 using pacl::HWY_NAMESPACE::CanonicalSums4InOneWalk;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
+using pacl::HWY_NAMESPACE::VectorArray;
 // The tail of a channel row on targets with 16 lanes (c is a multiple of 8, not always of 16).
 using DF8 = hn::CappedTag<float, 8>;
 
@@ -154,26 +155,19 @@ void FastCorners(const float* loc_x, const float* loc_y, float* attn, const Leve
     const auto y1_ok = hn::And(inside_i, hn::Lt(hn::Add(y0, one_i), height_i));
     const auto key00 = hn::Add(hn::Load(di, lanes.start_i + i), hn::Add(hn::Mul(y0, width_i), x0));
     const auto key10 = hn::Add(key00, width_i);
-    struct Corner {
-      decltype(inside_i) ok;
-      decltype(key00) key;
-      decltype(ax) weight, grad_x, grad_y;
-    };
-    const Corner corners[4] = {
-        {hn::And(y0_ok, x0_ok), key00, hn::Mul(by, bx), hn::Neg(by), hn::Neg(bx)},
-        {hn::And(y0_ok, x1_ok), hn::Add(key00, one_i), hn::Mul(by, ax), by, hn::Neg(ax)},
-        {hn::And(y1_ok, x0_ok), key10, hn::Mul(ay, bx), hn::Neg(ay), bx},
-        {hn::And(y1_ok, x1_ok), hn::Add(key10, one_i), hn::Mul(ay, ax), ay, ax},
-    };
-    for (int k = 0; k < 4; ++k) {
-      const Corner& c = corners[k];
-      const auto ok = hn::RebindMask(df, c.ok);
+    // Corner k: whether it is inside the map, its key, its weight and the weight's x and y derivatives.
+    auto store_corner = [&](int64_t k, auto ok_i, auto key, auto weight, auto grad_x, auto grad_y) {
+      const auto ok = hn::RebindMask(df, ok_i);
       const int64_t at = k * stride + i;
-      hn::Store(hn::IfThenElse(c.ok, c.key, minus_one_i), di, keys + at);
-      hn::Store(hn::IfThenElseZero(ok, c.weight), df, weights + at);
-      hn::Store(hn::IfThenElseZero(ok, c.grad_x), df, d_dx + at);
-      hn::Store(hn::IfThenElseZero(ok, c.grad_y), df, d_dy + at);
-    }
+      hn::Store(hn::IfThenElse(ok_i, key, minus_one_i), di, keys + at);
+      hn::Store(hn::IfThenElseZero(ok, weight), df, weights + at);
+      hn::Store(hn::IfThenElseZero(ok, grad_x), df, d_dx + at);
+      hn::Store(hn::IfThenElseZero(ok, grad_y), df, d_dy + at);
+    };
+    store_corner(0, hn::And(y0_ok, x0_ok), key00, hn::Mul(by, bx), hn::Neg(by), hn::Neg(bx));
+    store_corner(1, hn::And(y0_ok, x1_ok), hn::Add(key00, one_i), hn::Mul(by, ax), by, hn::Neg(ax));
+    store_corner(2, hn::And(y1_ok, x0_ok), key10, hn::Mul(ay, bx), hn::Neg(ay), bx);
+    store_corner(3, hn::And(y1_ok, x1_ok), hn::Add(key10, one_i), hn::Mul(ay, ax), ay, ax);
   }
 }
 
@@ -186,22 +180,23 @@ template <int kVectors, class D>
 void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
                          const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  hn::Vec<D> sums[2][kVectors];
-  for (int c = 0; c < 2; ++c) {
-    for (int v = 0; v < kVectors; ++v) sums[c][v] = hn::Zero(d);
-  }
+  VectorArray<D, 2 * kVectors> sums;  // chain c, vector v at c * kVectors + v
+  for (int s = 0; s < 2 * kVectors; ++s) sums.Set(d, s, hn::Zero(d));
   for (int64_t i = 0; i < points; ++i) {
     for (int k = 0; k < 4; ++k) {
       const int64_t key = keys[k * stride + i];
       if (key < 0) continue;
       const auto w = hn::Set(d, attn[i] * weights[k * stride + i]);
       const float* row = rows + key * key_stride + first;
+      const int chain = (k & 1) * kVectors;
       for (int v = 0; v < kVectors; ++v) {
-        sums[k & 1][v] = FusedMulAdd(d, w, hn::LoadU(d, row + v * lanes), sums[k & 1][v]);
+        sums.Set(d, chain + v, FusedMulAdd(d, w, hn::LoadU(d, row + v * lanes), sums.Get(d, chain + v)));
       }
     }
   }
-  for (int v = 0; v < kVectors; ++v) hn::StoreU(hn::Add(sums[0][v], sums[1][v]), d, out + first + v * lanes);
+  for (int v = 0; v < kVectors; ++v) {
+    hn::StoreU(hn::Add(sums.Get(d, v), sums.Get(d, kVectors + v)), d, out + first + v * lanes);
+  }
 }
 
 // Vectors of channels one WeightedRowSumGroup takes: its 2 chains of sums, and as many registers for the loads,
@@ -286,21 +281,24 @@ void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int
   for (; CanonicalSums4InOneWalk() && c + 4 <= count; c += 4) {
     const float* row[4];
     float* grad_row[4];
-    V scale[4];
+    float scale[4];
     for (int j = 0; j < 4; ++j) {
       const int64_t at = valid[c + j];
       row[j] = rows + keys[at] * key_stride;
       grad_row[j] = grad_rows + keys[at] * grad_key_stride;
-      scale[j] = hn::Set(d, attn[at % stride] * weights[at]);
+      scale[j] = attn[at % stride] * weights[at];
     }
+    // (Four named vectors, not an array: SVE's vectors cannot be array elements.)
+    const V scale0 = hn::Set(d, scale[0]), scale1 = hn::Set(d, scale[1]);
+    const V scale2 = hn::Set(d, scale[2]), scale3 = hn::Set(d, scale[3]);
     float four[4];
     CanonicalSums4(
         static_cast<size_t>(channels),
         [&](DF dj, size_t first, size_t lanes, V& acc0, V& acc1, V& acc2, V& acc3) {
-          corner_step(dj, first, lanes, row[0], grad_row[0], scale[0], acc0);
-          corner_step(dj, first, lanes, row[1], grad_row[1], scale[1], acc1);
-          corner_step(dj, first, lanes, row[2], grad_row[2], scale[2], acc2);
-          corner_step(dj, first, lanes, row[3], grad_row[3], scale[3], acc3);
+          corner_step(dj, first, lanes, row[0], grad_row[0], scale0, acc0);
+          corner_step(dj, first, lanes, row[1], grad_row[1], scale1, acc1);
+          corner_step(dj, first, lanes, row[2], grad_row[2], scale2, acc2);
+          corner_step(dj, first, lanes, row[3], grad_row[3], scale3, acc3);
         },
         four);
     for (int j = 0; j < 4; ++j) dots[valid[c + j]] = four[j];

@@ -94,6 +94,7 @@ using DF1 = hn::CappedTag<float, 1>;
 using pacl::HWY_NAMESPACE::CanonicalSum;
 using pacl::HWY_NAMESPACE::CanonicalSums4;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
+using pacl::HWY_NAMESPACE::VectorArray;
 
 template <int kKind, class D>
 hn::Vec<D> LoadLanes(D d, const void* row, int64_t i) {
@@ -115,14 +116,14 @@ hn::Vec<D> LoadLanes(D d, const void* row, int64_t i) {
 template <int kKind, int kVectors, class D>
 void WeightedSumGroup(D d, const void* const* rows, const float* weights, int64_t count, int64_t first, float* out) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  hn::Vec<D> sums[kVectors];
-  for (int v = 0; v < kVectors; ++v) sums[v] = hn::Zero(d);
+  VectorArray<D, kVectors> sums;
+  for (int v = 0; v < kVectors; ++v) sums.Set(d, v, hn::Zero(d));
   for (int64_t r = 0; r < count; ++r) {
     const auto w = hn::Set(d, weights[r]);
     for (int v = 0; v < kVectors; ++v)
-      sums[v] = FusedMulAdd(d, w, LoadLanes<kKind>(d, rows[r], first + v * lanes), sums[v]);
+      sums.Set(d, v, FusedMulAdd(d, w, LoadLanes<kKind>(d, rows[r], first + v * lanes), sums.Get(d, v)));
   }
-  for (int v = 0; v < kVectors; ++v) hn::StoreU(sums[v], d, out + first + v * lanes);
+  for (int v = 0; v < kVectors; ++v) hn::StoreU(sums.Get(d, v), d, out + first + v * lanes);
 }
 
 template <int kKind>
@@ -151,35 +152,33 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
   const int64_t tokens = (walk.blocks - 1) * walk.stride + walk.block_size;
   // The whole row of a token kPrefetchTokens ahead is asked for on the first channel group's walk only.
   const bool prefetch = first == 0;
-  hn::Vec<D> sums[kCover][kVectors];
-  for (int c = 0; c < kCover; ++c) {
-    for (int v = 0; v < kVectors; ++v) sums[c][v] = hn::Zero(d);
-  }
+  VectorArray<D, kCover * kVectors> sums;  // block slot c, vector v at c * kVectors + v
+  for (int s = 0; s < kCover * kVectors; ++s) sums.Set(d, s, hn::Zero(d));
   const char* row = walk.first_row;
   int64_t u = 0;
   for (int64_t group = 0; u < tokens; ++group) {
     // Block `group` begins at token u: every block in flight moves one slot older.
-    for (int c = kCover - 1; c > 0; --c) {
-      for (int v = 0; v < kVectors; ++v) sums[c][v] = sums[c - 1][v];
-    }
-    for (int v = 0; v < kVectors; ++v) sums[0][v] = hn::Zero(d);
+    for (int s = kCover * kVectors - 1; s >= kVectors; --s) sums.Set(d, s, sums.Get(d, s - kVectors));
+    for (int v = 0; v < kVectors; ++v) sums.Set(d, v, hn::Zero(d));
     const int64_t group_end = std::min(tokens, u + walk.stride);
     for (; u < group_end; ++u, row += walk.row_step) {
       if (prefetch && u + kPrefetchTokens < tokens) {
         const char* ahead = row + kPrefetchTokens * walk.row_step;
         for (int64_t byte = 0; byte < walk.dim * 2; byte += 64) hwy::Prefetch(ahead + byte);
       }
-      hn::Vec<D> x[kVectors];
-      for (int v = 0; v < kVectors; ++v) x[v] = LoadLanes<kKind>(d, row, first + v * lanes);
+      VectorArray<D, kVectors> x;
+      for (int v = 0; v < kVectors; ++v) x.Set(d, v, LoadLanes<kKind>(d, row, first + v * lanes));
       for (int c = 0; c < kCover; ++c) {
         const int64_t block = group - c;
         const int64_t j = u - block * walk.stride;
         if (block < 0 || block >= walk.blocks || j >= walk.block_size) continue;
         const auto weight = hn::Set(d, walk.weights[j]);
-        for (int v = 0; v < kVectors; ++v) sums[c][v] = FusedMulAdd(d, weight, x[v], sums[c][v]);
+        const int slot = c * kVectors;
+        for (int v = 0; v < kVectors; ++v)
+          sums.Set(d, slot + v, FusedMulAdd(d, weight, x.Get(d, v), sums.Get(d, slot + v)));
         if (j == walk.block_size - 1) {
           for (int v = 0; v < kVectors; ++v)
-            hn::StoreU(sums[c][v], d, walk.sums + block * walk.dim + first + v * lanes);
+            hn::StoreU(sums.Get(d, slot + v), d, walk.sums + block * walk.dim + first + v * lanes);
         }
       }
     }
