@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "pacl/parallel.h"
+#include "self_command.h"
 
 extern char** environ;
 
@@ -304,13 +305,6 @@ int RunChildModeIfRequested() {
 }
 const int g_child_mode = RunChildModeIfRequested();
 
-std::string SelfExecutable() {
-  std::vector<char> path(4096);
-  const ssize_t length = readlink("/proc/self/exe", path.data(), path.size() - 1);
-  if (length <= 0) return std::string();
-  return std::string(path.data(), static_cast<size_t>(length));
-}
-
 struct ChildReport {
   int num_threads = -1;
   uint32_t sum_bits = 0;
@@ -321,8 +315,8 @@ struct ChildReport {
 // Runs this test binary in child mode with extra environment variables (this process's ACLNN_NUM_THREADS, OMP_*
 // and GTEST_* variables are not passed on) and parses its report.
 bool RunChild(const std::vector<std::string>& extra_environment, ChildReport* report) {
-  const std::string executable = SelfExecutable();
-  if (executable.empty()) return false;
+  std::vector<std::string> command = pacl_test::SelfCommand();
+  if (command.empty()) return false;
   std::vector<std::string> environment;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string variable(*entry);
@@ -337,8 +331,9 @@ bool RunChild(const std::vector<std::string>& extra_environment, ChildReport* re
   std::vector<char*> envp;
   for (std::string& variable : environment) envp.push_back(&variable[0]);
   envp.push_back(nullptr);
-  std::string arg0 = executable;
-  char* argv[] = {&arg0[0], nullptr};
+  std::vector<char*> argv;
+  for (std::string& argument : command) argv.push_back(argument.data());
+  argv.push_back(nullptr);
 
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return false;  // only the dup2'ed stdout reaches the child
@@ -346,7 +341,7 @@ bool RunChild(const std::vector<std::string>& extra_environment, ChildReport* re
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   pid_t pid = 0;
-  const int spawn_error = posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv, envp.data());
+  const int spawn_error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(pipe_fds[1]);
   std::string output;

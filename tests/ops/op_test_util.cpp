@@ -19,6 +19,7 @@
 
 #include "hwy/targets.h"
 #include "reference/float_formats.h"
+#include "self_command.h"
 
 extern char** environ;
 
@@ -299,10 +300,20 @@ std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
   return strides;
 }
 
+double UniformValue(std::mt19937_64& rng, double lo, double hi) {
+  const double unit = static_cast<double>(rng() >> 11) * 0x1p-53;  // exact: a multiple of 2^-53 in [0, 1)
+  const double value = lo + (hi - lo) * unit;
+  return value < hi ? value : lo;  // the product's rounding can reach hi
+}
+
+int64_t UniformInt(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
+  return lo + static_cast<int64_t>((rng() >> 32) * span >> 32);  // span <= 2^32: no overflow
+}
+
 std::vector<double> RandomValues(std::mt19937_64& rng, int64_t count, double lo, double hi, aclDataType dtype) {
-  std::uniform_real_distribution<double> uniform(lo, hi);
   std::vector<double> values(static_cast<size_t>(count));
-  for (double& v : values) v = RoundToDType(uniform(rng), dtype);
+  for (double& v : values) v = RoundToDType(UniformValue(rng, lo, hi), dtype);
   return values;
 }
 
@@ -598,12 +609,14 @@ std::vector<uint8_t> RunTestInChild(const std::string& test_name,
   std::vector<char*> envp;
   for (std::string& text : env_strings) envp.push_back(text.data());
   envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
-  std::string filter = "--gtest_filter=" + test_name;
-  std::string quiet = "--gtest_brief=1";
-  std::vector<char*> argv = {exe.data(), filter.data(), quiet.data(), nullptr};
+  std::vector<std::string> command = pacl_test::SelfCommand();
+  command.push_back("--gtest_filter=" + test_name);
+  command.push_back("--gtest_brief=1");
+  std::vector<char*> argv;
+  for (std::string& argument : command) argv.push_back(argument.data());
+  argv.push_back(nullptr);
   pid_t pid = 0;
-  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) {
+  if (command.size() < 3 || posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0) {
     ADD_FAILURE() << "posix_spawn failed";
     return {};
   }

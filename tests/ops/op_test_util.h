@@ -63,7 +63,15 @@ std::string ShapeString(const std::vector<int64_t>& shape);
 // Row-major strides of a dense tensor of this shape.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
-// Uniform random values in [lo, hi), rounded to dtype (so the reference sees exactly what the device holds).
+// A uniform double in [lo, hi) from the top 53 bits of one draw, and a uniform integer in [lo, hi] (hi - lo below
+// 2^32): the same numbers on every platform and standard library (std::uniform_*_distribution's algorithms are each
+// library's own), so that inputs drawn from a seed, and the output digests checked into the repository
+// (tests/system/test_output_digests.cpp), are the same on x86 and Arm.
+double UniformValue(std::mt19937_64& rng, double lo, double hi);
+int64_t UniformInt(std::mt19937_64& rng, int64_t lo, int64_t hi);
+
+// Uniform random values in [lo, hi) (UniformValue), rounded to dtype (so the reference sees exactly what the device
+// holds).
 std::vector<double> RandomValues(std::mt19937_64& rng, int64_t count, double lo, double hi, aclDataType dtype);
 
 // A tensor in device memory (aclrtMalloc), with kGuardBytes of guard pattern before and after its storage.

@@ -62,10 +62,10 @@ SoftmaxDims MakeSoftmaxDims(CaseSize size, int variant) {
 
 // Mask byte values (any nonzero byte means "masked"); about a third masked.
 std::vector<double> RandomMask(std::mt19937_64& rng, const SoftmaxDims& d) {
-  std::bernoulli_distribution masked(0.3);
-  std::uniform_int_distribution<int> true_byte(1, 255);
   std::vector<double> mask(static_cast<size_t>(optest::NumElements(d.MaskShape())));
-  for (double& m : mask) m = masked(rng) ? true_byte(rng) : 0.0;
+  for (double& m : mask) {
+    m = optest::UniformValue(rng, 0.0, 1.0) < 0.3 ? static_cast<double>(optest::UniformInt(rng, 1, 255)) : 0.0;
+  }
   return mask;
 }
 
@@ -134,13 +134,12 @@ double Unnormalize(double c, int64_t size, bool align_corners) {
 // float64 reference, and the reference check would fail for no fault of the kernel.
 std::vector<double> RandomGrid(std::mt19937_64& rng, const ref::GridSamplerShape& s, aclDataType dtype,
                                bool align_corners) {
-  std::uniform_real_distribution<double> uniform(-1.2, 1.2);
   std::vector<double> grid(static_cast<size_t>(s.N * s.Hout * s.Wout * 2));
   for (size_t i = 0; i < grid.size(); ++i) {
     const int64_t size = i % 2 == 0 ? s.Win : s.Hin;
     double v = 0.0, twice = 0.0;
     do {
-      v = optest::RoundToDType(uniform(rng), dtype);
+      v = optest::RoundToDType(optest::UniformValue(rng, -1.2, 1.2), dtype);
       twice = 2.0 * Unnormalize(v, size, align_corners);
     } while (std::fabs(twice - std::nearbyint(twice)) < 2e-3);
     grid[i] = v;
@@ -286,12 +285,11 @@ std::unique_ptr<OpCase> MakeNsaCase(bool backward, aclDataType dtype, uint64_t s
   // blocks in all for several ParallelFor chunks (32 blocks each).
   const std::vector<int64_t> base_lengths =
       small ? std::vector<int64_t>{48, 10, 64} : std::vector<int64_t>{150, 0, 20, 300, 47, 600};
-  std::uniform_int_distribution<int64_t> jitter(0, 15);
   std::vector<int64_t> act_seq_len;
   if (variant % 2 == 1) act_seq_len.push_back(0);  // a leading 0: an empty first sequence
   int64_t tokens = 0;
   for (int64_t length : base_lengths) {
-    tokens += length == 0 ? 0 : length + jitter(rng);
+    tokens += length == 0 ? 0 : length + optest::UniformInt(rng, 0, 15);
     act_seq_len.push_back(tokens);
   }
   const std::vector<int64_t> block_starts = ref::NsaCompressBlockStarts(act_seq_len, kNsaBlockSize, kNsaStride);
