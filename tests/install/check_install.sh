@@ -147,40 +147,24 @@ for program in sample_plain cann_grid_sampler2d cann_msda cann_nsa_compress; do
 done
 
 step "(b4) the seeds' sample programs (CANN's own calling examples), unchanged: plain g++ line, normal and strict"
-seeds_dir=""
-for candidate in "${PACL_SEEDS_DIR:-}" "${source_dir}/../shared/spec/seeds" /work/shared/spec/seeds; do
-  if [[ -n "${candidate}" && -d "${candidate}" ]]; then
-    seeds_dir="${candidate}"
-    break
+seed_programs="$(python3 "${script_dir}/extract_seed_program.py" "${work}")" || fail "extracting the seeds' programs"
+for source in ${seed_programs}; do
+  name="$(basename "${source}" .cpp)"
+  (cd "${work}" && "${cxx}" -std=c++17 "${source}" -I"${prefix}/include" -I"${prefix}/include/aclnnop" \
+     -L"${prefix}/lib" -lascendcl -lnnopbase -lopapi -o "${name}") ||
+    fail "building ${name}.cpp (the seed's sample program) with the plain g++ line"
+  LD_LIBRARY_PATH="${prefix}/lib" run "${work}/${name}" > "${work}/${name}.out" 2>&1 ||
+    { tail -20 "${work}/${name}.out"; fail "${name} failed"; }
+  LD_LIBRARY_PATH="${prefix}/lib" ACLNN_STRICT=1 run "${work}/${name}" > "${work}/${name}.strict" 2>&1 ||
+    { tail -20 "${work}/${name}.strict"; fail "${name} failed in strict mode"; }
+  if grep -q "ACLNN_STRICT:" "${work}/${name}.strict"; then
+    grep -A12 "ACLNN_STRICT:" "${work}/${name}.strict" | head -40
+    fail "${name} got a strict-mode report"
   fi
+  cmp -s "${work}/${name}.out" "${work}/${name}.strict" || fail "${name} printed other results in strict mode"
+  echo "${name}: $(wc -l < "${work}/${name}.out") lines of output, the same in strict mode"
+  rm -f "${work}/${name}.out" "${work}/${name}.strict"
 done
-if [[ -z "${seeds_dir}" ]]; then
-  echo "NOTE: no seeds directory (set PACL_SEEDS_DIR to ../shared/spec/seeds): step (b4) not run"
-else
-  seed_count=0
-  for seed in "${seeds_dir}"/*.txt; do
-    name="seed_$(basename "${seed}" .txt)"
-    python3 "${script_dir}/extract_seed_program.py" "${seed}" > "${work}/${name}.cpp" ||
-      fail "no sample program in ${seed}"
-    (cd "${work}" && "${cxx}" -std=c++17 "${name}.cpp" -I"${prefix}/include" -I"${prefix}/include/aclnnop" \
-       -L"${prefix}/lib" -lascendcl -lnnopbase -lopapi -o "${name}") ||
-      fail "building the sample program of ${seed} with the plain g++ line"
-    LD_LIBRARY_PATH="${prefix}/lib" run "${work}/${name}" > "${work}/${name}.out" 2>&1 ||
-      { tail -20 "${work}/${name}.out"; fail "the sample program of ${seed} failed"; }
-    LD_LIBRARY_PATH="${prefix}/lib" ACLNN_STRICT=1 run "${work}/${name}" > "${work}/${name}.strict" 2>&1 ||
-      { tail -20 "${work}/${name}.strict"; fail "the sample program of ${seed} failed in strict mode"; }
-    if grep -q "ACLNN_STRICT:" "${work}/${name}.strict"; then
-      grep -A12 "ACLNN_STRICT:" "${work}/${name}.strict" | head -40
-      fail "the sample program of ${seed} got a strict-mode report"
-    fi
-    cmp -s "${work}/${name}.out" "${work}/${name}.strict" ||
-      fail "the sample program of ${seed} printed other results in strict mode"
-    echo "${name}: $(wc -l < "${work}/${name}.out") lines of output, the same in strict mode"
-    rm -f "${work}/${name}.out" "${work}/${name}.strict"
-    seed_count=$((seed_count + 1))
-  done
-  [[ "${seed_count}" -gt 0 ]] || fail "no seed documents in ${seeds_dir}"
-fi
 
 step "(c) pkg-config"
 command -v pkg-config > /dev/null || fail "pkg-config is not installed (apt-get install pkg-config)"

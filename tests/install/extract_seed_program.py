@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
-"""Prints the sample program of one of the specification's source documents (../shared/spec/seeds/*.txt).
+"""Extracts the sample programs of the specification's source documents (../shared/spec/seeds/*.txt).
 
 Each seed is an operator document of CANN's with a complete calling example: the program runs from its first
-#include line to the closing brace of main(). The install test builds and runs these programs unchanged against
-the installed package (check_install.sh, step b4). Exit code 1 when the document holds no such program.
+#include line to the closing brace of main(). The install test (check_install.sh, step b4) and the aarch64 check
+(scripts/arm64_check.sh) build and run these programs unchanged.
+
+    extract_seed_program.py <out-dir>
+
+writes seed_<document>.cpp into out-dir for every document and prints the paths, one per line. The documents are
+looked for in $PACL_SEEDS_DIR, then ../shared/spec/seeds beside the repository, then /work/shared/spec/seeds; where
+there are none, it prints nothing and says so on stderr. Exit code 1 when a document holds no program.
 """
+import os
+import pathlib
 import re
 import sys
 
@@ -26,12 +34,30 @@ def sample_program(lines):
     return None
 
 
+def seeds_dir():
+    repository = pathlib.Path(__file__).resolve().parents[2]
+    candidates = [os.environ.get("PACL_SEEDS_DIR", ""), repository.parent / "shared" / "spec" / "seeds",
+                  "/work/shared/spec/seeds"]
+    return next((pathlib.Path(c) for c in candidates if c and pathlib.Path(c).is_dir()), None)
+
+
 def main():
-    with open(sys.argv[1], encoding="utf-8") as seed:
-        program = sample_program(seed.read().split("\n"))
-    if program is None:
-        sys.exit(f"{sys.argv[1]}: no sample program (#include ... int main() {{ ... }})")
-    print("\n".join(program))
+    out_dir = pathlib.Path(sys.argv[1])
+    directory = seeds_dir()
+    if directory is None:
+        print("NOTE: no seeds directory (set PACL_SEEDS_DIR to ../shared/spec/seeds): no seed programs",
+              file=sys.stderr)
+        return
+    documents = sorted(directory.glob("*.txt"))
+    if not documents:
+        sys.exit(f"no seed documents in {directory}")
+    for document in documents:
+        program = sample_program(document.read_text(encoding="utf-8").split("\n"))
+        if program is None:
+            sys.exit(f"{document}: no sample program (#include ... int main() {{ ... }})")
+        path = out_dir / f"seed_{document.stem}.cpp"
+        path.write_text("\n".join(program) + "\n", encoding="utf-8")
+        print(path)
 
 
 if __name__ == "__main__":
