@@ -7,6 +7,11 @@
 // guard elements around every destination, and bit-identical results across targets.
 #include <gtest/gtest.h>
 
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -69,6 +74,16 @@ TEST(ConvertTargetsTest, DispatchCoversTheTargetsOfThisCpu) {
   }
   if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("aes")) {
     EXPECT_TRUE((mask & HWY_SSE4) != 0) << "SSE4 CPU but no SSE4 code";
+  }
+#elif HWY_ARCH_ARM_A64
+  // The kernel's hardware capabilities say what the CPU (or qemu's emulated one) has.
+  const int64_t mask = pacl::convert_testing::AvailableSimdTargetsForTest();
+  EXPECT_TRUE((mask & HWY_NEON) != 0) << "aarch64 CPU but no NEON code";
+  if ((getauxval(AT_HWCAP) & HWCAP_SVE) != 0) {
+    EXPECT_TRUE((mask & (HWY_SVE | HWY_SVE_256 | HWY_SVE2 | HWY_SVE2_128)) != 0) << "SVE CPU but no SVE code";
+  }
+  if ((getauxval(AT_HWCAP2) & HWCAP2_SVE2) != 0) {
+    EXPECT_TRUE((mask & (HWY_SVE2 | HWY_SVE2_128)) != 0) << "SVE2 CPU but no SVE2 code";
   }
 #endif
 }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Arm (aarch64) on an x86-64 Debian machine: cross-builds the libraries and tests in build-arm64/ with Debian's
+# cross compiler and arm64 multiarch packages (cmake/toolchains/aarch64-linux-gnu.cmake, warnings as errors, every
+# Highway target: NEON, SVE, SVE2, SVE_256, SVE2_128), then runs under qemu-user:
+#   - the operator, glue and conformance suites (the conformance suite includes the output digests, which must equal
+#     x86's: tests/system/output_digests.txt) on three emulated CPUs: NEON only (QEMU_CPU=max,sve=off), SVE2 with
+#     128-bit vectors and SVE2 with 512-bit vectors (sve-default-vector-length=16 and 64 bytes); every run also
+#     compares each SIMD target it can run against the others (cross-target tests, child processes through qemu);
+#   - the runtime suite and strict mode's tests, once;
+#   - an installed prefix (cmake --install) and, built against it with the plain cross g++ line, the sample, the
+#     CANN-style programs of the install test and the seeds' CANN sample programs (when ../shared/spec/seeds or
+#     PACL_SEEDS_DIR is there), in normal and strict mode, printing the same as on x86 where build/ has x86 builds of
+#     them to compare with.
+# Speed is not measured here (emulated). Works on a fresh Debian 12 machine (installs the missing packages with
+# apt-get, adding the arm64 architecture to dpkg; needs root or sudo for that). PACL_ARM64_QEMU_CPUS overrides the
+# list of QEMU_CPU settings (space-separated).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "${root}/scripts/packages.sh"
+
+if command -v dpkg > /dev/null && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  sudo=()
+  [[ "$(id -u)" -ne 0 ]] && sudo=(sudo)
+  "${sudo[@]}" dpkg --add-architecture arm64
+fi
+pacl_ensure_packages cmake ninja-build g++-aarch64-linux-gnu qemu-user python3 libc6:arm64 libstdc++6:arm64 \
+  libgomp1:arm64 libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+
+build="${root}/build-arm64"
+cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="${root}/cmake/toolchains/aarch64-linux-gnu.cmake" -DPACL_WARNINGS_AS_ERRORS=ON \
+  -DPACL_CUDA=OFF -DPACL_BUILD_BENCH=OFF
+cmake --build "${build}"
+
+qemu_cpus=(${PACL_ARM64_QEMU_CPUS:-"max,sve=off" "max,sve-default-vector-length=16" "max,sve-default-vector-length=64"})
+run_suite() {  # QEMU_CPU, binary, arguments...
+  local cpu="$1" binary="$2"
+  shift 2
+  echo "=== QEMU_CPU=${cpu} $(basename "${binary}") $*"
+  QEMU_CPU="${cpu}" qemu-aarch64 "${build}/tests/${binary}" --gtest_brief=1 "$@" 2>&1 | tail -n 4
+  # (the pipe: gtest's brief output still lists every failure; the status is the binary's)
+  [[ "${PIPESTATUS[0]}" -eq 0 ]] || { echo "FAIL: ${binary} under QEMU_CPU=${cpu}" >&2; exit 1; }
+}
+for cpu in "${qemu_cpus[@]}"; do
+  echo "=== Highway targets under QEMU_CPU=${cpu}:"
+  QEMU_CPU="${cpu}" qemu-aarch64 "${build}/tests/base_tests" --gtest_filter=ConvertTargetsTest.Dispatch* |
+    grep "Highway targets"
+  run_suite "${cpu}" base_tests
+  run_suite "${cpu}" op_tests
+  run_suite "${cpu}" system/conformance_tests
+done
+run_suite "${qemu_cpus[-1]}" runtime_tests
+ACLNN_STRICT=1 run_suite "${qemu_cpus[-1]}" strict_tests
+
+echo "=== the installed package: sample, CANN-style and seed programs built with the plain cross g++ line"
+work="$(mktemp -d "${build}/programs.XXXXXX")"
+cmake --install "${build}" --prefix "${work}/prefix" > /dev/null
+programs=("${root}/examples/sample/main.cpp" "${root}"/tests/install/cann_style/*.cpp)
+seed_programs="$(python3 "${root}/tests/install/extract_seed_program.py" "${work}")"
+read -r -d '' -a seed_list <<< "${seed_programs}" || true
+programs+=("${seed_list[@]}")
+for source in "${programs[@]}"; do
+  name="$(basename "${source}" .cpp)"
+  [[ "${source}" == */examples/sample/* ]] && name="sample"
+  aarch64-linux-gnu-g++ -std=c++17 -O2 "${source}" -I"${work}/prefix/include" -I"${work}/prefix/include/aclnnop" \
+    -L"${work}/prefix/lib" -lascendcl -lnnopbase -lopapi -o "${work}/${name}"
+  for mode in normal strict; do
+    strict=0
+    [[ "${mode}" == strict ]] && strict=1
+    ACLNN_STRICT="${strict}" QEMU_CPU="${qemu_cpus[-1]}" LD_LIBRARY_PATH="${work}/prefix/lib" \
+      qemu-aarch64 "${work}/${name}" > "${work}/${name}.${mode}" 2>&1 ||
+      { tail -20 "${work}/${name}.${mode}"; echo "FAIL: ${name} (${mode}) on aarch64" >&2; exit 1; }
+  done
+  if grep -q "ACLNN_STRICT:" "${work}/${name}.strict"; then
+    grep -A12 "ACLNN_STRICT:" "${work}/${name}.strict" | head -40
+    echo "FAIL: ${name} got a strict-mode report on aarch64" >&2
+    exit 1
+  fi
+  cmp -s "${work}/${name}.normal" "${work}/${name}.strict" ||
+    { echo "FAIL: ${name} printed other results in strict mode on aarch64" >&2; exit 1; }
+  same_as_x86=""
+  if [[ -f "${root}/build/libopapi.so" ]]; then
+    g++ -std=c++17 -O2 "${source}" -I"${root}/include" -I"${root}/include/aclnnop" -L"${root}/build" -lascendcl \
+      -lnnopbase -lopapi -o "${work}/${name}.x86"
+    LD_LIBRARY_PATH="${root}/build" "${work}/${name}.x86" > "${work}/${name}.x86_out" 2>&1 ||
+      { echo "FAIL: ${name} on x86 (build/)" >&2; exit 1; }
+    cmp -s "${work}/${name}.normal" "${work}/${name}.x86_out" ||
+      { diff "${work}/${name}.normal" "${work}/${name}.x86_out" | head; echo "FAIL: ${name}: aarch64 and x86 differ" >&2
+        exit 1; }
+    same_as_x86=", the same as x86's"
+  fi
+  echo "${name}: ran on aarch64, normal and strict, $(wc -l < "${work}/${name}.normal") lines of output${same_as_x86}"
+  rm -f "${work}/${name}".*
+done
+rm -rf "${work}"
+echo "=== aarch64: all passed"
