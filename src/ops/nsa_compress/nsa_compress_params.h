@@ -36,13 +36,16 @@ struct Sequence {
 
 // Where the kernels' arrays live in the workspace (byte offsets from its 64-byte aligned start; -1: not needed).
 struct WorkspacePlan {
-  int64_t weight_grad_partials = -1;  // backward: fp32 (block chunks, block_size, heads)
+  int64_t weight_grad_partials = -1;  // backward: fp32 (chunks, heads, block_size)
   int64_t device_sequences = -1;      // CUDA: a device copy of the sequences (the CUDA plans use 256-byte alignment)
   uint64_t bytes = 0;
 };
 
-// Blocks per chunk of the backward's weightGrad partial sums (fixed, so the reduction order is fixed).
+// Blocks per chunk of the forward's tasks, and of the CUDA backward's weightGrad partial sums (fixed, so the
+// reduction order is fixed).
 inline constexpr int64_t kBlocksPerChunk = 32;
+// Tokens per chunk of the CPU backward's tasks and weightGrad partial sums (fixed, so the reduction order is fixed).
+inline constexpr int64_t kBackwardTokensPerChunk = 512;
 
 struct ForwardParams {
   NsaShape shape;

@@ -20,20 +20,23 @@
 // walk per row keeps each row's bytes in one run of loads, which matters more than anything else here (the rows of
 // one head lie N * D elements apart). Otherwise (gathered rows, or many blocks per token) each block sums its
 // blockSize rows directly (WeightedSum), the shared rows coming from cache the second time. Either way input is
-// read once from memory and output written once (non-temporal stores when large). Backward, pass 1 (weightGrad): the
-// same chunks; per head and block the outputGrad row is widened once and dotted with the block's blockSize input rows,
-// adding into the chunk's partial sums (block_size, N) in the workspace — input is read once. Pass 2 (inputGrad): tasks
-// are chunks of tokens; each token row sums weight * outputGrad row over its covering blocks in ascending block order,
-// and is written once (zeros when no block covers it). Pass 3 adds the chunks' partials in ascending chunk order into
-// weightGrad.
+// read once from memory and output written once (non-temporal stores when large). Backward: one walk over the
+// tokens, which both outputs need (input rows for weightGrad, inputGrad rows to write). Tasks are chunks of
+// kBackwardTokensPerChunk tokens; per chunk, sequence and head the outputGrad rows of the covering blocks are
+// widened once into an fp32 buffer, then GradWalkRows walks the head's tokens in order, prefetching input rows
+// kPrefetchTokens ahead (without it the walk took 1.8x as long): each token's inputGrad row sums weight * outputGrad
+// row over its covering blocks in ascending block order in registers and is rounded and written once (zeros when no
+// block covers it; non-temporal stores when large), and its weightGrad terms (outputGrad row . input row, one per
+// covering block) are added into the chunk's partial sums (heads, block_size) in the workspace, four dot products
+// at a time sharing each token's widened row. Then the chunks' partials are added in ascending chunk order into
+// weightGrad. Input is read once from memory and inputGrad written once.
 //
 // Determinism. Both forward paths start each block's sum at zero and add its rows in ascending j, so they give the
-// same bits. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, channels in the
-// canonical order of pacl/canonical_math-inl.h - 16 partial sums and a fixed tree, whatever the vector width -
-// chunks ascending), never by the thread count, and every multiply-add is fused on every target: results are
-// bit-identical run to run, for any number of threads and on every SIMD target. Cost, measured on AVX2 against
-// per-target lane reductions: backward 1.05-1.10x in FLOAT16 and 1.01-1.04x in BFLOAT16 at N 4, D 128 (pass 1's
-// dot products; AddDots shares each load of a among four rows to keep it there), forward unchanged.
+// same bits. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, a weightGrad
+// partial's terms in token order - so blocks ascending - channels in the canonical order of
+// pacl/canonical_math-inl.h - 16 partial sums and a fixed tree, whatever the vector width - chunks ascending),
+// never by the thread count, and every multiply-add is fused on every target: results are bit-identical run to run,
+// for any number of threads and on every SIMD target.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -73,6 +76,39 @@ struct BlockWalk {
   int64_t dim = 0;
   const float* weights = nullptr;  // weight[j] of this head, j < block_size
   float* sums = nullptr;           // out: block b's fp32 sums at sums[b * dim + i], i < dim
+};
+
+// One term of the backward's weightGrad: *sum += grad . row over the channels (grad: an outputGrad row widened to
+// fp32; row: an input row, in place or gathered).
+struct DotTerm {
+  const float* grad = nullptr;
+  const void* row = nullptr;
+  float* sum = nullptr;
+};
+
+// One backward walk over consecutive tokens of one sequence, for one head (see BackwardWalks).
+struct GradWalk {
+  const char* first_row = nullptr;  // the first token's input row: in place, or gathered into fp32
+  int64_t row_step = 0;             // bytes from one token's input row to the next token's
+  int row_kind = 0;                 // RowKind of the input rows
+  bool prefetch = false;            // whether to prefetch input rows ahead (rows in place in the tensor)
+  int64_t tokens = 0;
+  int64_t first_u = 0;  // the first token's index in its sequence
+  int64_t block_size = 0;
+  int64_t stride = 0;
+  int64_t blocks = 0;             // the sequence's blocks
+  const float* grads = nullptr;   // the covering blocks' outputGrad rows in fp32: block k's at (k - first_k) * dim
+  int64_t first_k = 0;
+  int64_t dim = 0;
+  const float* weights = nullptr;  // weight[j] of this head, j < block_size
+  float* partial = nullptr;        // the head's weightGrad partial sums [j]; null when there are no blocks
+  uint16_t* out = nullptr;         // the first token's inputGrad row (unit stride), rounded to out_kind ...
+  int out_kind = 0;
+  int64_t out_step = 0;        // elements from one token's inputGrad row to the next token's
+  bool stream = false;         // non-temporal stores into out (see NarrowRow)
+  float* out_rows = nullptr;   // ... or, when not null, fp32 rows dim apart for the caller to store
+  const float** grad_rows = nullptr;  // scratch: as many as blocks cover a token
+  float* grad_weights = nullptr;     // scratch: as many as blocks cover a token
 };
 
 // The most blocks covering one token (ceil(block_size / stride)) for which BlockSums keeps the sums in registers.
@@ -249,19 +285,19 @@ void BlockSums(int kind, int cover, const BlockWalk& walk) {
   BlockSumsOfKind<kBFloat16Row>(cover, walk);
 }
 
-// sums[r] += a . rows[r] (over i < n) for each row r, each dot product in the canonical order of
-// pacl/canonical_math-inl.h (the same bits on every target). Four rows go together, sharing the loads of a and
-// keeping four sets of partial sums in flight (one row's are a chain of n / 16 dependent multiply-adds).
+// *terms[q].sum += terms[q].grad . terms[q].row (over i < n) for each term q, in order, each dot product in the
+// canonical order of pacl/canonical_math-inl.h (the same bits on every target). Four terms go together, keeping
+// four sets of partial sums in flight (one term's are a chain of n / 16 dependent multiply-adds).
 template <int kKind>
-void AddDotsT(const float* a, const void* const* rows, int64_t count, int64_t n, float* sums) {
+void AddTermDotsT(const DotTerm* terms, int64_t count, int64_t n) {
   constexpr size_t kElementBytes = kKind == kFloatRow ? sizeof(float) : sizeof(uint16_t);
   using V = hn::Vec<DF>;
-  // Lanes [first, first + lanes) of a and of a row, zero past the end of the partial last vector.
-  auto load_a = [&](DF d, size_t first, size_t lanes) {
-    if (lanes == hn::Lanes(d)) return hn::LoadU(d, a + first);
-    HWY_ALIGN float a_lanes[hn::MaxLanes(DF())] = {};
-    std::memcpy(a_lanes, a + first, lanes * sizeof(float));
-    return hn::Load(d, a_lanes);
+  // Lanes [first, first + lanes) of a grad row and of an input row, zero past the end of the partial last vector.
+  auto load_grad = [&](DF d, const float* grad, size_t first, size_t lanes) {
+    if (lanes == hn::Lanes(d)) return hn::LoadU(d, grad + first);
+    HWY_ALIGN float grad_lanes[hn::MaxLanes(DF())] = {};
+    std::memcpy(grad_lanes, grad + first, lanes * sizeof(float));
+    return hn::Load(d, grad_lanes);
   };
   auto load_row = [&](DF d, const void* row, size_t first, size_t lanes) {
     if (lanes == hn::Lanes(d)) return LoadLanes<kKind>(d, row, static_cast<int64_t>(first));
@@ -269,34 +305,37 @@ void AddDotsT(const float* a, const void* const* rows, int64_t count, int64_t n,
     std::memcpy(row_lanes, static_cast<const char*>(row) + first * kElementBytes, lanes * kElementBytes);
     return LoadLanes<kKind>(d, row_lanes, 0);
   };
-  int64_t r = 0;
-  for (; r + 4 <= count; r += 4) {
+  auto term_step = [&](DF d, const DotTerm& term, size_t first, size_t lanes, V acc) {
+    return FusedMulAdd(d, load_grad(d, term.grad, first, lanes), load_row(d, term.row, first, lanes), acc);
+  };
+  int64_t q = 0;
+  for (; q + 4 <= count; q += 4) {
     float dots[4];
-    const void* const* four = rows + r;
+    const DotTerm* four = terms + q;
+    // A token's terms share its input row: loaded and widened once for them (terms 0-1 and 2-3 usually do).
+    const bool shared01 = four[1].row == four[0].row;
+    const bool shared23 = four[3].row == four[2].row;
     CanonicalSums4(
         static_cast<size_t>(n),
         [&](DF d, size_t first, size_t lanes, V& acc0, V& acc1, V& acc2, V& acc3) {
-          const V x = load_a(d, first, lanes);
-          acc0 = FusedMulAdd(d, x, load_row(d, four[0], first, lanes), acc0);
-          acc1 = FusedMulAdd(d, x, load_row(d, four[1], first, lanes), acc1);
-          acc2 = FusedMulAdd(d, x, load_row(d, four[2], first, lanes), acc2);
-          acc3 = FusedMulAdd(d, x, load_row(d, four[3], first, lanes), acc3);
+          const V x0 = load_row(d, four[0].row, first, lanes);
+          const V x1 = shared01 ? x0 : load_row(d, four[1].row, first, lanes);
+          const V x2 = load_row(d, four[2].row, first, lanes);
+          const V x3 = shared23 ? x2 : load_row(d, four[3].row, first, lanes);
+          acc0 = FusedMulAdd(d, load_grad(d, four[0].grad, first, lanes), x0, acc0);
+          acc1 = FusedMulAdd(d, load_grad(d, four[1].grad, first, lanes), x1, acc1);
+          acc2 = FusedMulAdd(d, load_grad(d, four[2].grad, first, lanes), x2, acc2);
+          acc3 = FusedMulAdd(d, load_grad(d, four[3].grad, first, lanes), x3, acc3);
         },
         dots);
-    for (int j = 0; j < 4; ++j) sums[r + j] += dots[j];
+    for (int j = 0; j < 4; ++j) *four[j].sum += dots[j];
   }
-  for (; r < count; ++r) {
-    const void* row = rows[r];
-    sums[r] += CanonicalSum(static_cast<size_t>(n), [&](DF d, V acc, size_t first, size_t lanes) {
-      return FusedMulAdd(d, load_a(d, first, lanes), load_row(d, row, first, lanes), acc);
+  for (; q < count; ++q) {
+    const DotTerm& term = terms[q];
+    *term.sum += CanonicalSum(static_cast<size_t>(n), [&](DF d, V acc, size_t first, size_t lanes) {
+      return term_step(d, term, first, lanes, acc);
     });
   }
-}
-
-void AddDots(int kind, const float* a, const void* const* rows, int64_t count, int64_t n, float* sums) {
-  if (kind == kHalfRow) return AddDotsT<kHalfRow>(a, rows, count, n, sums);
-  if (kind == kBFloat16Row) return AddDotsT<kBFloat16Row>(a, rows, count, n, sums);
-  AddDotsT<kFloatRow>(a, rows, count, n, sums);
 }
 
 // dst[i] = acc[i] rounded to nearest even, as fp16 (kind kHalfRow) or bf16 bits, for i < n.
@@ -344,6 +383,113 @@ void NarrowRow(int kind, const float* acc, int64_t n, uint16_t* dst, bool stream
   NarrowRowT<kBFloat16Row>(acc, n, dst, stream);
 }
 
+// One inputGrad row from fp32 outputGrad rows: sums of weights[r] * rows[r] over the rows in order, from zero (as
+// WeightedSum), for channels [first, first + kVectors * lanes), stored as fp32 (kOutKind kFloatRow) or rounded to
+// fp16 / bf16 in registers (with non-temporal stores when stream; the caller checked the alignment).
+template <int kOutKind, int kVectors, class D>
+void GradRowGroup(D d, const float* const* rows, const float* weights, int64_t count, int64_t first, void* out,
+                  bool stream) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const hn::Rebind<uint16_t, D> du16;
+  VectorArray<D, kVectors> sums;
+  for (int v = 0; v < kVectors; ++v) sums.Set(d, v, hn::Zero(d));
+  for (int64_t r = 0; r < count; ++r) {
+    const auto w = hn::Set(d, weights[r]);
+    for (int v = 0; v < kVectors; ++v)
+      sums.Set(d, v, FusedMulAdd(d, w, hn::LoadU(d, rows[r] + first + v * lanes), sums.Get(d, v)));
+  }
+  for (int v = 0; v < kVectors; ++v) {
+    const int64_t i = first + v * lanes;
+    if constexpr (kOutKind == kFloatRow) {
+      hn::StoreU(sums.Get(d, v), d, static_cast<float*>(out) + i);
+    } else {
+      const auto bits = kOutKind == kHalfRow ? pacl::HWY_NAMESPACE::FloatToHalfBits(d, sums.Get(d, v))
+                                             : pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, sums.Get(d, v));
+      if (stream) {
+        hn::Stream(bits, du16, static_cast<uint16_t*>(out) + i);
+      } else {
+        hn::StoreU(bits, du16, static_cast<uint16_t*>(out) + i);
+      }
+    }
+  }
+}
+
+template <int kOutKind>
+void GradRowT(const float* const* rows, const float* weights, int64_t count, int64_t n, void* out, bool stream) {
+  const DF d;
+  constexpr bool kCanStream = hn::MaxLanes(hn::Rebind<uint16_t, DF>()) * sizeof(uint16_t) >= 16;  // see NarrowRow
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const bool aligned = reinterpret_cast<uintptr_t>(out) % (static_cast<uintptr_t>(lanes) * sizeof(uint16_t)) == 0;
+  const bool streams = kOutKind != kFloatRow && kCanStream && stream && aligned;
+  int64_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) GradRowGroup<kOutKind, 4>(d, rows, weights, count, i, out, streams);
+  for (; i + lanes <= n; i += lanes) GradRowGroup<kOutKind, 1>(d, rows, weights, count, i, out, streams);
+  for (; i < n; ++i) GradRowGroup<kOutKind, 1>(DF1(), rows, weights, count, i, out, false);
+}
+
+// A GradWalk, its input rows of kind kKind: token by token, the inputGrad row (covering blocks ascending), then the
+// weightGrad terms, four dot products at a time (in token order, and ascending blocks within a token).
+template <int kKind>
+void GradWalkT(const GradWalk& walk) {
+  DotTerm terms[4];
+  int pending = 0;
+  const char* row = walk.first_row;
+  // BlocksCovering without its divisions (two per token and head were a tenth of the walk's time): u = quotient *
+  // stride + phase, block_size = size_quotient * stride + size_phase, kept as u steps by one.
+  int64_t quotient = walk.first_u / walk.stride;
+  int64_t phase = walk.first_u % walk.stride;
+  const int64_t size_quotient = walk.block_size / walk.stride;
+  const int64_t size_phase = walk.block_size % walk.stride;
+  for (int64_t i = 0; i < walk.tokens; ++i, row += walk.row_step) {
+    const int64_t u = walk.first_u + i;
+    CoveringBlocks covering;
+    if (walk.blocks > 0) {
+      // First block: (u - block_size) / stride + 1 when u >= block_size, else 0; last: min(u / stride, blocks - 1).
+      covering.first = u >= walk.block_size ? quotient - size_quotient + (phase >= size_phase ? 1 : 0) : 0;
+      covering.count = std::max<int64_t>(0, std::min(quotient, walk.blocks - 1) - covering.first + 1);
+    }
+    if (++phase == walk.stride) {
+      phase = 0;
+      ++quotient;
+    }
+    for (int64_t r = 0; r < covering.count; ++r) {
+      const int64_t k = covering.first + r;
+      walk.grad_rows[r] = walk.grads + (k - walk.first_k) * walk.dim;
+      walk.grad_weights[r] = walk.weights[u - k * walk.stride];
+    }
+    if (walk.out_rows != nullptr) {
+      GradRowT<kFloatRow>(walk.grad_rows, walk.grad_weights, covering.count, walk.dim, walk.out_rows + i * walk.dim,
+                          false);
+    } else if (walk.out_kind == kHalfRow) {
+      GradRowT<kHalfRow>(walk.grad_rows, walk.grad_weights, covering.count, walk.dim, walk.out + i * walk.out_step,
+                         walk.stream);
+    } else {
+      GradRowT<kBFloat16Row>(walk.grad_rows, walk.grad_weights, covering.count, walk.dim,
+                             walk.out + i * walk.out_step, walk.stream);
+    }
+    if (walk.partial == nullptr) continue;
+    if (walk.prefetch && i + kPrefetchTokens < walk.tokens) {
+      const char* ahead = row + kPrefetchTokens * walk.row_step;
+      for (int64_t byte = 0; byte < walk.dim * 2; byte += 64) hwy::Prefetch(ahead + byte);
+    }
+    for (int64_t r = 0; r < covering.count; ++r) {
+      const int64_t k = covering.first + r;
+      terms[pending++] = DotTerm{walk.grads + (k - walk.first_k) * walk.dim, row, walk.partial + (u - k * walk.stride)};
+      if (pending == 4) {
+        AddTermDotsT<kKind>(terms, 4, walk.dim);
+        pending = 0;
+      }
+    }
+  }
+  AddTermDotsT<kKind>(terms, pending, walk.dim);
+}
+
+void GradWalkRows(const GradWalk& walk) {
+  if (walk.row_kind == kHalfRow) return GradWalkT<kHalfRow>(walk);
+  if (walk.row_kind == kBFloat16Row) return GradWalkT<kBFloat16Row>(walk);
+  GradWalkT<kFloatRow>(walk);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace pacl::nsa_compress
 HWY_AFTER_NAMESPACE();
@@ -353,12 +499,11 @@ namespace pacl::nsa_compress {
 
 HWY_EXPORT(WeightedSum);
 HWY_EXPORT(BlockSums);
-HWY_EXPORT(AddDots);
+HWY_EXPORT(GradWalkRows);
 HWY_EXPORT(NarrowRow);
 
 namespace {
 
-constexpr int64_t kTokensPerChunk = 64;
 // inputGrad of at least this many bytes is written with non-temporal stores.
 constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
 
@@ -463,6 +608,87 @@ void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights
   });
 }
 
+// The backward's one walk (see the NOTE): per chunk of kBackwardTokensPerChunk tokens, each sequence's part of it
+// and each head, the outputGrad rows of the blocks covering those tokens are widened once, then GradWalkRows walks
+// the tokens. Input rows that are not read in place are gathered into fp32 rows first, and inputGrad rows without
+// unit stride along D are stored from fp32 rows after.
+void BackwardWalks(const BackwardParams& params, const std::vector<float>& weights, float* partials) {
+  const NsaShape& s = params.shape;
+  const RowReader input(params.input);
+  const TensorDesc& dy = params.output_grad;
+  const TensorDesc& dx = params.input_grad;
+  const bool stream = dx.NumElements() * 2 >= kStreamMinBytes;
+  const bool store_rows = dx.strides[2] != 1;
+  const int64_t per_chunk = s.block_size * s.heads;
+  const int64_t max_cover = (s.block_size + s.stride - 1) / s.stride;
+  // Blocks k covering tokens [u0, u1] of a sequence satisfy (u0 - block_size) / stride < k <= u1 / stride.
+  const int64_t max_blocks =
+      std::max<int64_t>(0, std::min(s.blocks, (kBackwardTokensPerChunk - 1 + s.block_size) / s.stride + 2));
+  const auto chunk_rows = static_cast<size_t>(kBackwardTokensPerChunk * s.dim);
+  ParallelFor(s.tokens, kBackwardTokensPerChunk, [&](int64_t begin, int64_t end) {
+    float* partial = partials == nullptr ? nullptr : partials + begin / kBackwardTokensPerChunk * per_chunk;
+    if (partial != nullptr) std::fill(partial, partial + per_chunk, 0.0f);
+    std::vector<float> grads(static_cast<size_t>(max_blocks * s.dim));
+    std::vector<float> gathered(input.gathers() ? chunk_rows : 0);
+    std::vector<float> out_rows(store_rows ? chunk_rows : 0);
+    std::vector<const float*> grad_rows(static_cast<size_t>(max_cover));
+    std::vector<float> grad_weights(static_cast<size_t>(max_cover));
+    GradWalk walk;
+    walk.row_kind = input.kind();
+    walk.prefetch = !input.gathers();
+    walk.block_size = s.block_size;
+    walk.stride = s.stride;
+    walk.grads = grads.data();
+    walk.dim = s.dim;
+    walk.out_kind = KindOf(dx.dtype);
+    walk.out_step = dx.strides[0];
+    walk.stream = stream;
+    walk.out_rows = store_rows ? out_rows.data() : nullptr;
+    walk.grad_rows = grad_rows.data();
+    walk.grad_weights = grad_weights.data();
+    auto seq = params.sequences.begin() +
+               SequenceOfToken(params.sequences.data(), static_cast<int64_t>(params.sequences.size()), begin);
+    for (int64_t t0 = begin; t0 < end;) {
+      while (seq != params.sequences.end() && seq->end <= t0) ++seq;
+      const bool in_sequence = seq != params.sequences.end();
+      const int64_t t1 = in_sequence ? std::min(end, seq->end) : end;
+      walk.tokens = t1 - t0;
+      walk.first_u = in_sequence ? t0 - seq->start : 0;
+      walk.blocks = in_sequence ? seq->blocks : 0;
+      // The blocks covering the walk's tokens: [first_k, last_k] (none when last_k < first_k).
+      walk.first_k = walk.first_u >= s.block_size ? (walk.first_u - s.block_size) / s.stride + 1 : 0;
+      const int64_t last_k = std::min((walk.first_u + walk.tokens - 1) / s.stride, walk.blocks - 1);
+      if (last_k < walk.first_k) walk.blocks = 0;  // the walk's tokens are past the sequence's last block
+      for (int64_t n = 0; n < s.heads; ++n) {
+        for (int64_t k = walk.first_k; walk.blocks > 0 && k <= last_k; ++k) {
+          LoadAsFloat(dy.dtype,
+                      static_cast<const char*>(dy.data) +
+                          (dy.offset + (seq->first_block + k) * dy.strides[0] + n * dy.strides[1]) * 2,
+                      dy.strides[2], grads.data() + (k - walk.first_k) * s.dim, s.dim);
+        }
+        walk.weights = &weights[static_cast<size_t>(n * s.block_size)];
+        walk.partial = partial == nullptr || walk.blocks == 0 ? nullptr : partial + n * s.block_size;
+        if (input.gathers()) {
+          for (int64_t i = 0; walk.partial != nullptr && i < walk.tokens; ++i) {
+            input.Row(t0 + i, n, gathered.data() + i * s.dim);
+          }
+          walk.first_row = reinterpret_cast<const char*>(gathered.data());
+          walk.row_step = s.dim * static_cast<int64_t>(sizeof(float));
+        } else {
+          walk.first_row = static_cast<const char*>(input.Row(t0, n, nullptr));
+          walk.row_step = params.input.strides[0] * 2;
+        }
+        walk.out = reinterpret_cast<uint16_t*>(static_cast<char*>(dx.data) +
+                                               (dx.offset + t0 * dx.strides[0] + n * dx.strides[1]) * 2);
+        HWY_DYNAMIC_DISPATCH(GradWalkRows)(walk);
+        for (int64_t i = 0; store_rows && i < walk.tokens; ++i) StoreRow(dx, t0 + i, n, out_rows.data() + i * s.dim);
+      }
+      t0 = t1;
+    }
+    if (stream) hwy::FlushStream();
+  });
+}
+
 }  // namespace
 
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* /*workspace*/) {
@@ -495,78 +721,19 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* /*workspace*/) {
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   const NsaShape& s = params.shape;
   const std::vector<float> weights = ReadWeights(params.weight);
-  const std::vector<int64_t> first_token = BlockFirstTokens(params.sequences, s);
-  const RowReader input(params.input);
-  const RowReader output_grad(params.output_grad);
   const int64_t per_chunk = s.block_size * s.heads;
   float* partials = params.workspace.weight_grad_partials >= 0
                         ? reinterpret_cast<float*>(AlignedWorkspace(workspace) + params.workspace.weight_grad_partials)
                         : nullptr;
-
-  // Pass 1: weightGrad partial sums per chunk of blocks, [chunk][n * block_size + j].
-  if (s.dim > 0 && s.heads > 0) {
-    ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
-      float* partial = partials + begin / kBlocksPerChunk * per_chunk;
-      std::fill(partial, partial + per_chunk, 0.0f);
-      std::vector<float> grad_row(static_cast<size_t>(s.dim));
-      std::vector<float> buffers(input.gathers() ? static_cast<size_t>(s.block_size * s.dim) : 0);
-      std::vector<const void*> rows(static_cast<size_t>(s.block_size));
-      const TensorDesc& dy = params.output_grad;
-      for (int64_t block = begin; block < end; ++block) {
-        for (int64_t n = 0; n < s.heads; ++n) {
-          // The outputGrad row, widened once for its block_size dot products.
-          LoadAsFloat(dy.dtype,
-                      static_cast<const char*>(dy.data) + (dy.offset + block * dy.strides[0] + n * dy.strides[1]) * 2,
-                      dy.strides[2], grad_row.data(), s.dim);
-          input.Rows(first_token[static_cast<size_t>(block)], s.block_size, n, buffers.data(), rows.data());
-          HWY_DYNAMIC_DISPATCH(AddDots)
-          (input.kind(), grad_row.data(), rows.data(), s.block_size, s.dim, partial + n * s.block_size);
-        }
-      }
-    });
-  }
-
-  // Pass 2: inputGrad, token by token; a large one is written with non-temporal stores.
-  const bool stream = params.input_grad.NumElements() * 2 >= kStreamMinBytes;
-  const int64_t max_cover = (s.block_size + s.stride - 1) / s.stride;
-  ParallelFor(s.tokens, kTokensPerChunk, [&](int64_t begin, int64_t end) {
-    std::vector<float> acc(static_cast<size_t>(s.dim));
-    std::vector<float> buffers(output_grad.gathers() ? static_cast<size_t>(max_cover * s.dim) : 0);
-    std::vector<const void*> rows(static_cast<size_t>(max_cover));
-    std::vector<float> row_weights(static_cast<size_t>(max_cover));
-    // The sequence holding token `begin`: the first whose end is past it.
-    auto seq = params.sequences.begin() +
-               SequenceOfToken(params.sequences.data(), static_cast<int64_t>(params.sequences.size()), begin);
-    for (int64_t t = begin; t < end; ++t) {
-      while (seq != params.sequences.end() && seq->end <= t) ++seq;
-      // Blocks k of the sequence with k * stride <= t - start < k * stride + block_size.
-      CoveringBlocks covering;
-      if (seq != params.sequences.end()) covering = BlocksCovering(t - seq->start, s.block_size, s.stride, seq->blocks);
-      const int64_t first_k = covering.first;
-      const int64_t count = covering.count;
-      for (int64_t n = 0; n < s.heads; ++n) {
-        for (int64_t r = 0; r < count; ++r) {
-          const int64_t k = first_k + r;
-          float* buffer = output_grad.gathers() ? buffers.data() + r * s.dim : nullptr;  // empty when in place
-          rows[static_cast<size_t>(r)] = output_grad.Row(seq->first_block + k, n, buffer);
-          row_weights[static_cast<size_t>(r)] =
-              weights[static_cast<size_t>(n * s.block_size + (t - seq->start - k * s.stride))];
-        }
-        HWY_DYNAMIC_DISPATCH(WeightedSum)
-        (output_grad.kind(), rows.data(), row_weights.data(), count, s.dim, acc.data());
-        StoreRow(params.input_grad, t, n, acc.data(), stream);
-      }
-    }
-    if (stream) hwy::FlushStream();
-  });
+  BackwardWalks(params, weights, partials);
 
   // Pass 3: weightGrad = the chunks' partials in ascending chunk order.
-  const int64_t chunks = (s.blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
+  const int64_t chunks = (s.tokens + kBackwardTokensPerChunk - 1) / kBackwardTokensPerChunk;
   const TensorDesc& wg = params.weight_grad;
   for (int64_t j = 0; j < s.block_size; ++j) {
     for (int64_t n = 0; n < s.heads; ++n) {
       float sum = 0.0f;
-      if (s.dim > 0) {
+      if (partials != nullptr) {
         for (int64_t c = 0; c < chunks; ++c) sum += partials[c * per_chunk + n * s.block_size + j];
       }
       StoreFloatElement(wg.dtype, wg.ElementAt(wg.offset + j * wg.strides[0] + n * wg.strides[1]), sum);

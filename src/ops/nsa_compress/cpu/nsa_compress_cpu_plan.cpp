@@ -11,7 +11,7 @@ WorkspacePlan PlanBackwardWorkspace(const NsaShape& s) {
   WorkspacePlan plan;
   WorkspaceLayout layout;
   if (s.blocks > 0) {
-    const uint64_t chunks = static_cast<uint64_t>((s.blocks + kBlocksPerChunk - 1) / kBlocksPerChunk);
+    const uint64_t chunks = static_cast<uint64_t>((s.tokens + kBackwardTokensPerChunk - 1) / kBackwardTokensPerChunk);
     const uint64_t per_chunk = SaturatingMul(static_cast<uint64_t>(s.block_size), static_cast<uint64_t>(s.heads));
     plan.weight_grad_partials = layout.Reserve(SaturatingMul(SaturatingMul(chunks, per_chunk), sizeof(float)));
   }
