@@ -951,4 +951,44 @@ TEST(ScaledMaskedSoftmaxValues, NonFiniteUnmaskedLogits) {
   }
 }
 
+// The arithmetic is fp32 whatever the storage, so a FLOAT16 or BFLOAT16 output is the FLOAT output for the same
+// logits rounded once to nearest even: checked bit for bit on rows whose outputs span the whole exponent range down
+// to subnormals (logits up to 200 apart), including the stores that leave NaN handling out for NaN-free rows.
+TEST(ScaledMaskedSoftmaxValues, HalfOutputsAreTheFloatOutputRoundedOnce) {
+  const Dims d = MakeDims(4, 8, 32, 1000 + 13, MaskForm::kPerBatch);  // a million outputs: some are ties
+  for (aclDataType dtype : {ACL_FLOAT16, ACL_BF16}) {
+    SCOPED_TRACE(optest::DTypeName(dtype));
+    std::mt19937_64 rng(9600 + static_cast<uint64_t>(dtype));
+    const std::vector<double> mask_values = RandomMask(rng, d);
+    // Logits representable in dtype, so that both runs see the same values.
+    const std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -50.0, 50.0, dtype);
+    DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+    DeviceTensor x_float(d.Shape(), ACL_FLOAT, Layout::kContiguous, x_values);
+    DeviceTensor y_float = DeviceTensor::Output(d.Shape(), ACL_FLOAT, Layout::kContiguous);
+    ASSERT_EQ(RunForward(x_float.get(), mask.get(), 2.0, y_float.get()), ACLNN_SUCCESS)
+        << optest::RecentErrorMessage();
+    DeviceTensor x(d.Shape(), dtype, Layout::kContiguous, x_values);
+    DeviceTensor y = DeviceTensor::Output(d.Shape(), dtype, Layout::kContiguous);
+    ASSERT_EQ(RunForward(x.get(), mask.get(), 2.0, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    const std::vector<double> expected = optest::RoundToDType(y_float.Read(), dtype);
+    const std::vector<double> got = y.Read();
+    ASSERT_EQ(got.size(), expected.size());
+    size_t tiny = 0;
+    size_t ties = 0;
+    const std::vector<double> float_values = y_float.Read();
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], expected[i]) << "element " << i << ", FLOAT output " << float_values[i];
+      if (expected[i] != 0 && expected[i] < 1e-30) ++tiny;
+      // A tie: the value mirrored about the FLOAT output is the other neighbour, exactly representable.
+      const double gap = std::abs(float_values[i] - expected[i]);
+      const double mirrored = 2 * float_values[i] - expected[i];
+      if (gap != 0 && optest::RoundToDType(mirrored, dtype) == mirrored) ++ties;
+    }
+    EXPECT_GT(ties, 0u) << "no output halfway between two " << optest::DTypeName(dtype) << " values";
+    if (dtype == ACL_BF16) {
+      EXPECT_GT(tiny, 0u) << "no output near the bottom of the exponent range";
+    }
+  }
+}
+
 }  // namespace

@@ -151,6 +151,15 @@ HWY_INLINE hn::Vec<DF> BFloat16BitsToFloat(DF df, hn::Vec<hn::Rebind<uint16_t, D
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, bf16_bits)));
 }
 
+// The bf16 bits of fp32 bits rounded to nearest even, in 32-bit lanes: high half of bits + 0x7FFF + its lowest bit
+// (wraps only for NaN).
+template <class VU>
+HWY_INLINE VU RoundedBFloat16Bits(VU bits) {
+  const hn::DFromV<VU> du;
+  const auto rounding = hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
+  return hn::ShiftRight<16>(hn::Add(bits, rounding));
+}
+
 // fp32 -> bf16 bits, round to nearest even; NaN made quiet.
 template <class DF>
 HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> FloatToBFloat16Bits(DF df, hn::Vec<DF> value) {
@@ -158,14 +167,21 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> FloatToBFloat16Bits(DF df, hn::Vec<
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
   const auto bits = hn::BitCast(du, value);
-  const auto high = hn::ShiftRight<16>(bits);
-  const auto rounding = hn::Add(hn::Set(du, 0x7FFFu), hn::And(high, hn::Set(du, 1u)));
-  const auto rounded = hn::ShiftRight<16>(hn::Add(bits, rounding));  // wraps only for NaN, replaced below
-  const auto quiet_nan = hn::Or(high, hn::Set(du, 0x0040u));
+  const auto quiet_nan = hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x0040u));
   const auto is_nan = hn::Gt(hn::BitCast(di, hn::And(bits, hn::Set(du, 0x7FFFFFFFu))), hn::Set(di, 0x7F800000));
-  const auto result = hn::IfThenElse(hn::RebindMask(du, is_nan), quiet_nan, rounded);
+  const auto result = hn::IfThenElse(hn::RebindMask(du, is_nan), quiet_nan, RoundedBFloat16Bits(bits));
   (void)df;
   return hn::DemoteTo(du16, hn::BitCast(di, result));  // lanes are in [0, 0xFFFF]: exact
+}
+
+// fp32 -> bf16 bits for values that are not NaN: FloatToBFloat16Bits's bits there, with about half its operations
+// (a NaN lane gives an unspecified value).
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> NonNaNFloatToBFloat16Bits(DF df, hn::Vec<DF> value) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto rounded = RoundedBFloat16Bits(hn::BitCast(du, value));
+  (void)df;
+  return hn::DemoteTo(hn::Rebind<uint16_t, DF>(), hn::BitCast(hn::RebindToSigned<DF>(), rounded));
 }
 
 #undef PACL_CONVERT_HAVE_F16C

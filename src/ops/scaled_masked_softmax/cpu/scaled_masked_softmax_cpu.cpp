@@ -49,6 +49,7 @@
 // before it is written, within one row. Outputs that partially overlap an input are not supported (the result is
 // unspecified but memory-safe); phase 1 rejects outputs that overlap themselves.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -207,6 +208,22 @@ HWY_INLINE void StreamVector(DF d, VF v, uint16_t* p, BF16Storage) {
   hn::Stream(FloatToBFloat16Bits(d, v), DU16(), p);
 }
 
+// Storage that knows its vectors hold no NaN: the same stores, with bf16's cheaper rounding (the same bits there).
+template <class Storage>
+struct NonNaN {
+  using Element = typename Storage::Element;
+};
+HWY_INLINE void StoreVector(DF d, VF v, float* p, NonNaN<F32Storage>) { StoreVector(d, v, p, F32Storage()); }
+HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, NonNaN<F16Storage>) { StoreVector(d, v, p, F16Storage()); }
+HWY_INLINE void StoreVector(DF d, VF v, uint16_t* p, NonNaN<BF16Storage>) {
+  hn::StoreU(pacl::HWY_NAMESPACE::NonNaNFloatToBFloat16Bits(d, v), DU16(), p);
+}
+HWY_INLINE void StreamVector(DF d, VF v, float* p, NonNaN<F32Storage>) { StreamVector(d, v, p, F32Storage()); }
+HWY_INLINE void StreamVector(DF d, VF v, uint16_t* p, NonNaN<F16Storage>) { StreamVector(d, v, p, F16Storage()); }
+HWY_INLINE void StreamVector(DF d, VF v, uint16_t* p, NonNaN<BF16Storage>) {
+  hn::Stream(pacl::HWY_NAMESPACE::NonNaNFloatToBFloat16Bits(d, v), DU16(), p);
+}
+
 // The last, partial vector of a row: lanes [0, count) from p, zeros beyond; never touches p[count] or later.
 template <class Storage>
 HWY_INLINE VF LoadPartial(DF d, const typename Storage::Element* p, size_t count, Storage storage) {
@@ -271,6 +288,21 @@ HWY_INLINE void BackwardRow(DF d, const typename Storage::Element* dy, const typ
   }
 }
 
+// out[i] = logits[i] * inverse_total for i < n, rounded to Storage (stream: see ForwardRow).
+template <class Storage>
+HWY_INLINE void NormalizeRow(DF d, const float* logits, float inverse_total, size_t n,
+                             typename Storage::Element* out, bool stream, Storage storage) {
+  const size_t lanes = hn::Lanes(d);
+  const VF inverse = hn::Set(d, inverse_total);
+  size_t k = 0;
+  const uintptr_t stored_vector_bytes = lanes * sizeof(out[0]);
+  if (StreamsWholeVectors<Storage>() && stream && reinterpret_cast<uintptr_t>(out) % stored_vector_bytes == 0) {
+    for (; k + lanes <= n; k += lanes) StreamVector(d, hn::Mul(hn::Load(d, logits + k), inverse), out + k, storage);
+  }
+  for (; k + lanes <= n; k += lanes) StoreVector(d, hn::Mul(hn::Load(d, logits + k), inverse), out + k, storage);
+  if (k < n) StorePartial(d, hn::Mul(hn::Load(d, logits + k), inverse), out + k, n - k, storage);
+}
+
 // One forward row of unit-stride elements, converted in registers. logits is an fp32 buffer of at least n rounded
 // up to whole vectors; out may be x itself (same elements) or, for F32Storage, logits. stream: write out with
 // non-temporal stores where it is aligned (a large output that the caller cannot find in cache anyway; the
@@ -288,14 +320,14 @@ HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8
   // NaN logits are tracked apart: Max and Exp do not propagate NaN (x86 max returns an operand, pacl's Exp gives
   // an unspecified value), and a softmax over a row holding NaN is NaN everywhere.
   VF vmax = neg_inf;
-  VF nan_lanes = hn::Zero(d);
+  MF nan_lanes = hn::FirstN(d, 0);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     const VF v =
         hn::IfThenElse(MaskedLanes(d, mask + i), masked_logit, hn::Mul(LoadVector(d, x + i, storage), vscale));
     hn::Store(v, d, logits + i);
     vmax = hn::Max(vmax, v);
-    nan_lanes = hn::Or(nan_lanes, hn::VecFromMask(d, hn::IsNaN(v)));
+    nan_lanes = hn::Or(nan_lanes, hn::IsNaN(v));
   }
   if (i < n) {
     const size_t rest = n - i;
@@ -304,9 +336,9 @@ HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8
     v = hn::IfThenElse(hn::FirstN(d, rest), v, neg_inf);
     hn::Store(v, d, logits + i);
     vmax = hn::Max(vmax, v);
-    nan_lanes = hn::Or(nan_lanes, hn::VecFromMask(d, hn::IsNaN(v)));
+    nan_lanes = hn::Or(nan_lanes, hn::IsNaN(v));
   }
-  const bool row_has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan_lanes));
+  const bool row_has_nan = !hn::AllFalse(d, nan_lanes);
   const VF row_max = hn::MaxOfLanes(d, vmax);
 
   // Pass 2: exponentials (in place, whole vectors) and their sum in the canonical order. A vector whose every
@@ -325,18 +357,13 @@ HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8
   });
 
   // Pass 3: normalize. The row max contributes exp(0) = 1, so total >= 1. One division per row, then products:
-  // a division per element made the forward compute-bound (it adds at most one fp32 rounding).
-  const VF inverse_total =
-      hn::Set(d, row_has_nan ? std::numeric_limits<float>::quiet_NaN() : 1.0f / total);
-  size_t k = 0;
-  const uintptr_t stored_vector_bytes = lanes * sizeof(out[0]);
-  if (StreamsWholeVectors<Storage>() && stream && reinterpret_cast<uintptr_t>(out) % stored_vector_bytes == 0) {
-    for (; k + lanes <= n; k += lanes) {
-      StreamVector(d, hn::Mul(hn::Load(d, logits + k), inverse_total), out + k, storage);
-    }
+  // a division per element made the forward compute-bound (it adds at most one fp32 rounding). With a finite
+  // total and no NaN logit every exponential is finite, so no output is NaN and the stores may skip NaN handling.
+  if (row_has_nan || !std::isfinite(total)) {
+    const float inverse_total = row_has_nan ? std::numeric_limits<float>::quiet_NaN() : 1.0f / total;
+    return NormalizeRow(d, logits, inverse_total, n, out, stream, storage);
   }
-  for (; k + lanes <= n; k += lanes) StoreVector(d, hn::Mul(hn::Load(d, logits + k), inverse_total), out + k, storage);
-  if (k < n) StorePartial(d, hn::Mul(hn::Load(d, logits + k), inverse_total), out + k, n - k, storage);
+  NormalizeRow(d, logits, 1.0f / total, n, out, stream, NonNaN<Storage>());
 }
 
 // Calls visit with the Storage of dtype (FLOAT16, BFLOAT16, else FLOAT).
