@@ -433,22 +433,23 @@ bool PointsContiguous(const TensorDesc& t, const MsdaShape& s) {
 }
 
 // out0[l * points + p] = element (b, q, h, l, p) of attnWeight, or of location's coordinate 0 with coordinate 1 in
-// out1, as float: the dtype is dispatched once per row, not per element. FLOAT blocks that are contiguous are
-// copied whole and split here (a few vector moves instead of a load per element). Element indices are formed only
+// out1, as float: the dtype is dispatched once per row, not per element. Blocks that are contiguous are converted
+// whole (pacl::LoadAsFloat: vector conversions; FLOAT16 read element by element made its forward 1.5x FLOAT's)
+// and split here. Element indices are formed only
 // for elements of the view (a pointer stepped past the last one could leave the storage: strides of size-1 dims may
 // be anything).
 void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, float* out0,
                      float* out1) {
   const int64_t count = s.levels * s.points;
   const int64_t first = PointElement(t, b, q, h, 0, 0);
-  if (t.dtype == ACL_FLOAT && PointsContiguous(t, s)) {
-    const float* block = static_cast<const float*>(t.data) + first;
+  if (PointsContiguous(t, s)) {
+    const char* block = t.ElementAt(first);
     if (t.rank == 5) {
-      std::memcpy(out0, block, static_cast<size_t>(count) * sizeof(float));
+      LoadAsFloat(t.dtype, block, 1, out0, count);
       return;
     }
     alignas(64) float pairs[2 * kMaxRowPoints];
-    std::memcpy(pairs, block, static_cast<size_t>(2 * count) * sizeof(float));
+    LoadAsFloat(t.dtype, block, 1, pairs, 2 * count);
     for (int64_t i = 0; i < count; ++i) {
       out0[i] = pairs[2 * i];
       out1[i] = pairs[2 * i + 1];
@@ -480,10 +481,10 @@ void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_
                       const float* in1) {
   const int64_t count = s.levels * s.points;
   const int64_t first = PointElement(t, b, q, h, 0, 0);
-  if (t.dtype == ACL_FLOAT && PointsContiguous(t, s)) {
-    float* block = static_cast<float*>(t.data) + first;
+  if (PointsContiguous(t, s)) {
+    char* block = t.ElementAt(first);
     if (t.rank == 5) {
-      std::memcpy(block, in0, static_cast<size_t>(count) * sizeof(float));
+      StoreFromFloat(in0, t.dtype, block, 1, count);
       return;
     }
     alignas(64) float pairs[2 * kMaxRowPoints];
@@ -491,7 +492,7 @@ void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_
       pairs[2 * i] = in0[i];
       pairs[2 * i + 1] = in1[i];
     }
-    std::memcpy(block, pairs, static_cast<size_t>(2 * count) * sizeof(float));
+    StoreFromFloat(pairs, t.dtype, block, 1, 2 * count);
     return;
   }
   DispatchFloat(t.dtype, [&](auto tag) {
