@@ -130,29 +130,43 @@ HWY_INLINE float SumOfAccumulators(DSum d, V acc0, V acc1, V acc2, V acc3) {
 #endif  // HWY_TARGET != HWY_SCALAR
 
 #if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
-// Four SumOfAccumulators on an 8-lane target (sum j's partials in vectors xj0, xj1) in one transposed tree: the
-// same additions, so the same bits, with the four sums sharing each shuffle and add (about half the operations of
-// four reductions, and one dependency chain instead of four).
-template <class V>
-HWY_INLINE void SumsOf4Accumulators8(V a0, V a1, V b0, V b1, V c0, V c1, V e0, V e1, float* sums) {
-  const DSum d;
-  const hn::Repartition<uint64_t, DSum> d64;
-  // Level (l, l + 8), then (l, l + 4): lanes [0, 4) of sum 0 and [4, 8) of sum 1 in ab, likewise cd.
-  const V a8 = hn::Add(a0, a1), b8 = hn::Add(b0, b1), c8 = hn::Add(c0, c1), e8 = hn::Add(e0, e1);
-  const V ab = hn::Add(hn::ConcatLowerLower(d, b8, a8), hn::ConcatUpperUpper(d, b8, a8));
-  const V ce = hn::Add(hn::ConcatLowerLower(d, e8, c8), hn::ConcatUpperUpper(d, e8, c8));
+// The rest of four canonical sums' trees once level (l, l + 8) is done: sum j's 8 level values are the lanes of an
+// 8-lane vector (a8, b8, c8, e8) of tag D8. The four trees are transposed: the same additions, so the same bits,
+// with the four sums sharing each shuffle and add (about half the operations of four reductions, and one dependency
+// chain instead of four).
+template <class D8, class V8>
+HWY_INLINE void SumsOf4Level8(D8 d, V8 a8, V8 b8, V8 c8, V8 e8, float* sums) {
+  const hn::Repartition<uint64_t, D8> d64;
+  // Level (l, l + 4): lanes [0, 4) of sum 0 and [4, 8) of sum 1 in ab, likewise ce.
+  const V8 ab = hn::Add(hn::ConcatLowerLower(d, b8, a8), hn::ConcatUpperUpper(d, b8, a8));
+  const V8 ce = hn::Add(hn::ConcatLowerLower(d, e8, c8), hn::ConcatUpperUpper(d, e8, c8));
   // Level (l, l + 2): block 0 holds lanes (0, 1) of sums 0 and 2, block 1 those of sums 1 and 3.
-  const V low_pairs = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, ab), hn::BitCast(d64, ce)));
-  const V high_pairs = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, ab), hn::BitCast(d64, ce)));
-  const V pairs = hn::Add(low_pairs, high_pairs);
+  const V8 low_pairs = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, ab), hn::BitCast(d64, ce)));
+  const V8 high_pairs = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, ab), hn::BitCast(d64, ce)));
+  const V8 pairs = hn::Add(low_pairs, high_pairs);
   // Level (l, l + 1): sums 0, 2 in lanes 0, 2; sums 1, 3 in lanes 4, 6.
-  const V total = hn::Add(pairs, hn::Shuffle2301(pairs));
+  const V8 total = hn::Add(pairs, hn::Shuffle2301(pairs));
   HWY_ALIGN float lanes[8];
   hn::Store(total, d, lanes);
   sums[0] = lanes[0];
   sums[1] = lanes[4];
   sums[2] = lanes[2];
   sums[3] = lanes[6];
+}
+
+// Four SumOfAccumulators on an 8-lane target (sum j's partials in vectors xj0, xj1) in one transposed tree.
+template <class V>
+HWY_INLINE void SumsOf4Accumulators8(V a0, V a1, V b0, V b1, V c0, V c1, V e0, V e1, float* sums) {
+  SumsOf4Level8(DSum(), hn::Add(a0, a1), hn::Add(b0, b1), hn::Add(c0, c1), hn::Add(e0, e1), sums);
+}
+
+// Four SumOfAccumulators on a 16-lane target (sum j's partials in one vector) in one transposed tree: level
+// (l, l + 8) adds each vector's halves, then as on 8 lanes.
+template <class V>
+HWY_INLINE void SumsOf4Accumulators16(V a, V b, V c, V e, float* sums) {
+  const hn::Half<DSum> d8;
+  auto level8 = [&](V x) { return hn::Add(hn::LowerHalf(d8, x), hn::UpperHalf(d8, x)); };
+  SumsOf4Level8(d8, level8(a), level8(b), level8(c), level8(e), sums);
 }
 #endif
 
@@ -243,9 +257,12 @@ HWY_INLINE void CanonicalSums4(size_t n, Step&& step, float* sums) {
     if constexpr (hn::MaxLanes(DSum()) == 8) {
       SumsOf4Accumulators8(a0, a1, b0, b1, c0, c1, e0, e1, sums);
       return;
+    } else if constexpr (hn::MaxLanes(DSum()) == 16) {
+      SumsOf4Accumulators16(a0, b0, c0, e0, sums);
+      return;
     }
 #endif
-    // (On 16 lanes the second vectors are unused: SumOfAccumulators reads acc0 only.)
+    // (Scalable vectors: on 16 lanes the second vectors are unused, SumOfAccumulators reads acc0 only.)
     sums[0] = SumOfAccumulators(d, a0, a1, a0, a1);
     sums[1] = SumOfAccumulators(d, b0, b1, b0, b1);
     sums[2] = SumOfAccumulators(d, c0, c1, c0, c1);
