@@ -81,7 +81,6 @@ bool TensorDesc::ElementsAreDistinct() const {
   return true;
 }
 
-size_t TensorDesc::ElementSize() const { return DataTypeSize(dtype); }
 
 bool IsKnownDataType(int value) {
   switch (value) {

@@ -12,35 +12,6 @@
 
 namespace pacl {
 
-size_t DataTypeSize(aclDataType dtype) {
-  switch (dtype) {
-    case ACL_BOOL:
-    case ACL_INT8:
-    case ACL_UINT8:
-      return 1;
-    case ACL_FLOAT16:
-    case ACL_BF16:
-    case ACL_INT16:
-    case ACL_UINT16:
-      return 2;
-    case ACL_FLOAT:
-    case ACL_INT32:
-    case ACL_UINT32:
-      return 4;
-    case ACL_DOUBLE:
-    case ACL_INT64:
-    case ACL_UINT64:
-    case ACL_COMPLEX64:
-      return 8;
-    case ACL_COMPLEX128:
-      return 16;
-    case ACL_STRING:
-    case ACL_DT_UNDEFINED:
-      return 0;
-  }
-  return 0;
-}
-
 const char* DataTypeName(aclDataType dtype) {
   switch (dtype) {
     case ACL_DT_UNDEFINED:

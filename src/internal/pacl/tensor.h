@@ -7,6 +7,7 @@
 #include <string>
 
 #include "acl/acl_base.h"
+#include "pacl/dtype.h"
 #include "pacl/export.h"
 
 namespace pacl {
@@ -43,7 +44,7 @@ struct TensorDesc {
   // kernels would race.
   PACL_INTERNAL_API bool ElementsAreDistinct() const;
   // Size of one element in bytes.
-  PACL_INTERNAL_API size_t ElementSize() const;
+  size_t ElementSize() const { return DataTypeSize(dtype); }
   // Address of storage element `element`, an element index counted from data (offset and strides applied).
   char* ElementAt(int64_t element) const {
     return static_cast<char*>(data) + element * static_cast<int64_t>(ElementSize());

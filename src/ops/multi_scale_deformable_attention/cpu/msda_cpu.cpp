@@ -115,10 +115,12 @@ using pacl::HWY_NAMESPACE::VectorArray;
 using DF8 = hn::CappedTag<float, 8>;
 
 // Corners of the row's points on levels that passed the fast-path test (see LevelLanes): all arithmetic in
-// vectors, keys in int32. loc_x/loc_y hold the points' locations (NaN in the padding).
+// vectors, keys in int32. loc holds the points' locations as (x, y) pairs, as the location tensor has them (NaN in
+// the padding): split here in registers, since splitting them with scalar stores that vector loads then read back
+// stalls the loads (a load cannot take its data from several smaller pending stores).
 // attn is zeroed for points outside their map.
-void FastCorners(const float* loc_x, const float* loc_y, float* attn, const LevelLanes& lanes, int64_t stride,
-                 int32_t* keys, float* weights, float* d_dx, float* d_dy) {
+void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t stride, int32_t* keys,
+                 float* weights, float* d_dx, float* d_dy) {
   const DF df;
   const DI di;
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
@@ -132,8 +134,10 @@ void FastCorners(const float* loc_x, const float* loc_y, float* attn, const Leve
     const auto height = hn::Load(df, lanes.height_f + i);
     const auto width_i = hn::Load(di, lanes.width_i + i);
     const auto height_i = hn::Load(di, lanes.height_i + i);
-    auto x = FusedMulAdd(df, hn::Load(df, loc_x + i), width, minus_half);  // as GenericCorners: std::fma
-    auto y = FusedMulAdd(df, hn::Load(df, loc_y + i), height, minus_half);
+    hn::Vec<DF> loc_x, loc_y;
+    hn::LoadInterleaved2(df, loc + 2 * i, loc_x, loc_y);
+    auto x = FusedMulAdd(df, loc_x, width, minus_half);  // as GenericCorners: std::fma
+    auto y = FusedMulAdd(df, loc_y, height, minus_half);
     const auto inside =
         hn::And(hn::And(hn::Gt(x, minus_one), hn::Lt(x, width)), hn::And(hn::Gt(y, minus_one), hn::Lt(y, height)));
     // Outside points (NaN included) become (0, 0) before the conversion to int, then lose all their corners.
@@ -243,82 +247,100 @@ void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int
                     const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                     int64_t channels, const float* grad, float* dots) {
   using V = hn::Vec<DF>;
-  int64_t valid[4 * kMaxRowPoints];  // corner indices k * stride + i with a key, in corner order
+  // The corners with a key, in corner order (built without branches: a slot is kept only if the key is valid).
+  struct Corner {
+    int64_t key;
+    int64_t at;   // k * stride + i
+    float scale;  // attn[i] * weights[k][i]
+  };
+  Corner valid[4 * kMaxRowPoints];
   int64_t count = 0;
   for (int64_t k = 0; k < 4; ++k) {
     for (int64_t i = 0; i < points; ++i) {
       const int64_t at = k * stride + i;
-      if (keys[at] < 0) {
-        dots[at] = 0.0f;
-      } else {
-        valid[count++] = at;
-      }
+      const int64_t key = keys[at];
+      dots[at] = 0.0f;
+      valid[count] = {key, at, attn[i] * weights[at]};
+      count += key >= 0 ? 1 : 0;
     }
   }
-  // grad . row, and grad_row += scale * grad, for channels [first, first + lanes).
-  auto corner_step = [&](DF d, size_t first, size_t lanes, const float* row, float* grad_row, V scale, V& acc) {
-    if (lanes == hn::Lanes(d)) {
-      const V g = hn::LoadU(d, grad + first);
-      hn::StoreU(FusedMulAdd(d, scale, g, hn::LoadU(d, grad_row + first)), d, grad_row + first);
-      acc = FusedMulAdd(d, g, hn::LoadU(d, row + first), acc);
-      return;
-    }
-    // The last 8 channels on a 16-lane target: lanes past `lanes` are zero, and only `lanes` lanes are stored.
-    HWY_ALIGN float g_lanes[hn::MaxLanes(DF())] = {};
+  // grad_row += scale * g, and acc += g . row, for channels [first, first + lanes) where g holds grad's.
+  auto corner_step = [](DF d, size_t first, V g, const float* row, float* grad_row, V scale, V& acc) {
+    hn::StoreU(FusedMulAdd(d, scale, g, hn::LoadU(d, grad_row + first)), d, grad_row + first);
+    acc = FusedMulAdd(d, g, hn::LoadU(d, row + first), acc);
+  };
+  // The same for the last 8 channels on a 16-lane target: lanes past `lanes` are zero, and only `lanes` are stored.
+  auto partial_corner_step = [corner_step](DF d, size_t first, size_t lanes, V g, const float* row, float* grad_row,
+                                           V scale, V& acc) {
     HWY_ALIGN float row_lanes[hn::MaxLanes(DF())] = {};
     HWY_ALIGN float grad_row_lanes[hn::MaxLanes(DF())] = {};
-    std::memcpy(g_lanes, grad + first, lanes * sizeof(float));
     std::memcpy(row_lanes, row + first, lanes * sizeof(float));
     std::memcpy(grad_row_lanes, grad_row + first, lanes * sizeof(float));
-    const V g = hn::Load(d, g_lanes);
-    hn::Store(FusedMulAdd(d, scale, g, hn::Load(d, grad_row_lanes)), d, grad_row_lanes);
+    corner_step(d, 0, g, row_lanes, grad_row_lanes, scale, acc);
     std::memcpy(grad_row + first, grad_row_lanes, lanes * sizeof(float));
-    acc = FusedMulAdd(d, g, hn::Load(d, row_lanes), acc);
+  };
+  auto load_grad = [grad](DF d, size_t first, size_t lanes) {
+    if (lanes == hn::Lanes(d)) return hn::LoadU(d, grad + first);
+    HWY_ALIGN float g_lanes[hn::MaxLanes(DF())] = {};
+    std::memcpy(g_lanes, grad + first, lanes * sizeof(float));
+    return hn::Load(d, g_lanes);
   };
   const DF d;
   int64_t c = 0;
   // corner_step stores, so it may go to CanonicalSums4 only where that calls it once per chunk for all four sums.
   for (; CanonicalSums4InOneWalk() && c + 4 <= count; c += 4) {
-    const float* row[4];
-    float* grad_row[4];
-    float scale[4];
-    for (int j = 0; j < 4; ++j) {
-      const int64_t at = valid[c + j];
-      row[j] = rows + keys[at] * key_stride;
-      grad_row[j] = grad_rows + keys[at] * grad_key_stride;
-      scale[j] = attn[at % stride] * weights[at];
-    }
-    // (Four named vectors, not an array: SVE's vectors cannot be array elements.)
-    const V scale0 = hn::Set(d, scale[0]), scale1 = hn::Set(d, scale[1]);
-    const V scale2 = hn::Set(d, scale[2]), scale3 = hn::Set(d, scale[3]);
+    const float* row0 = rows + valid[c].key * key_stride;
+    const float* row1 = rows + valid[c + 1].key * key_stride;
+    const float* row2 = rows + valid[c + 2].key * key_stride;
+    const float* row3 = rows + valid[c + 3].key * key_stride;
+    float* grad_row0 = grad_rows + valid[c].key * grad_key_stride;
+    float* grad_row1 = grad_rows + valid[c + 1].key * grad_key_stride;
+    float* grad_row2 = grad_rows + valid[c + 2].key * grad_key_stride;
+    float* grad_row3 = grad_rows + valid[c + 3].key * grad_key_stride;
+    // (Named vectors, not arrays: SVE's vectors cannot be array elements.)
+    const V scale0 = hn::Set(d, valid[c].scale), scale1 = hn::Set(d, valid[c + 1].scale);
+    const V scale2 = hn::Set(d, valid[c + 2].scale), scale3 = hn::Set(d, valid[c + 3].scale);
     float four[4];
     CanonicalSums4(
         static_cast<size_t>(channels),
         [&](DF dj, size_t first, size_t lanes, V& acc0, V& acc1, V& acc2, V& acc3) {
-          corner_step(dj, first, lanes, row[0], grad_row[0], scale0, acc0);
-          corner_step(dj, first, lanes, row[1], grad_row[1], scale1, acc1);
-          corner_step(dj, first, lanes, row[2], grad_row[2], scale2, acc2);
-          corner_step(dj, first, lanes, row[3], grad_row[3], scale3, acc3);
+          const V g = load_grad(dj, first, lanes);
+          if (lanes == hn::Lanes(dj)) {
+            corner_step(dj, first, g, row0, grad_row0, scale0, acc0);
+            corner_step(dj, first, g, row1, grad_row1, scale1, acc1);
+            corner_step(dj, first, g, row2, grad_row2, scale2, acc2);
+            corner_step(dj, first, g, row3, grad_row3, scale3, acc3);
+            return;
+          }
+          partial_corner_step(dj, first, lanes, g, row0, grad_row0, scale0, acc0);
+          partial_corner_step(dj, first, lanes, g, row1, grad_row1, scale1, acc1);
+          partial_corner_step(dj, first, lanes, g, row2, grad_row2, scale2, acc2);
+          partial_corner_step(dj, first, lanes, g, row3, grad_row3, scale3, acc3);
         },
         four);
-    for (int j = 0; j < 4; ++j) dots[valid[c + j]] = four[j];
+    for (int j = 0; j < 4; ++j) dots[valid[c + j].at] = four[j];
   }
   for (; c < count; ++c) {
-    const int64_t at = valid[c];
-    const float* row = rows + keys[at] * key_stride;
-    float* grad_row = grad_rows + keys[at] * grad_key_stride;
-    const V scale = hn::Set(d, attn[at % stride] * weights[at]);
-    dots[at] = CanonicalSum(static_cast<size_t>(channels), [&](DF dj, V acc, size_t first, size_t lanes) {
-      corner_step(dj, first, lanes, row, grad_row, scale, acc);
+    const float* row = rows + valid[c].key * key_stride;
+    float* grad_row = grad_rows + valid[c].key * grad_key_stride;
+    const V scale = hn::Set(d, valid[c].scale);
+    dots[valid[c].at] = CanonicalSum(static_cast<size_t>(channels), [&](DF dj, V acc, size_t first, size_t lanes) {
+      const V g = load_grad(dj, first, lanes);
+      if (lanes == hn::Lanes(dj)) {
+        corner_step(dj, first, g, row, grad_row, scale, acc);
+      } else {
+        partial_corner_step(dj, first, lanes, g, row, grad_row, scale, acc);
+      }
       return acc;
     });
   }
 }
 
-// Per point: attn_grad = sum over corners of weight * dot; x_grad = attn * W * sum of d_dx * dot; y likewise with H.
+// Per point: attn_grad = sum over corners of weight * dot; x_grad = attn * W * sum of d_dx * dot; y likewise with H,
+// stored as (x, y) pairs in loc_grad (the gradLocation layout).
 // Points outside the map have all weights 0, so all three are 0 (attn is zeroed for them by the caller).
 void PointGradients(const float* weights, const float* d_dx, const float* d_dy, const float* dots, const float* attn,
-                    const LevelLanes& lanes, int64_t stride, float* attn_grad, float* x_grad, float* y_grad) {
+                    const LevelLanes& lanes, int64_t stride, float* attn_grad, float* loc_grad) {
   const DF d;
   const int64_t n = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t i = 0; i < stride; i += n) {
@@ -334,8 +356,8 @@ void PointGradients(const float* weights, const float* d_dx, const float* d_dy, 
     }
     const auto a = hn::Load(d, attn + i);
     hn::Store(sum_w, d, attn_grad + i);
-    hn::Store(hn::Mul(sum_x, hn::Mul(a, hn::Load(d, lanes.width_f + i))), d, x_grad + i);
-    hn::Store(hn::Mul(sum_y, hn::Mul(a, hn::Load(d, lanes.height_f + i))), d, y_grad + i);
+    hn::StoreInterleaved2(hn::Mul(sum_x, hn::Mul(a, hn::Load(d, lanes.width_f + i))),
+                          hn::Mul(sum_y, hn::Mul(a, hn::Load(d, lanes.height_f + i))), d, loc_grad + 2 * i);
   }
 }
 
@@ -380,23 +402,55 @@ LevelLanes MakeLevelLanes(const std::vector<Level>& levels, int64_t points) {
   return lanes;
 }
 
-// The sample points of one row (image, query, head) and their corners; see the layout above FastCorners.
-struct RowPoints {
-  int64_t count = 0;   // levels * points
-  int64_t stride = 0;  // count rounded up to kPointAlign
-  alignas(64) float loc_x[kMaxRowPoints];
-  alignas(64) float loc_y[kMaxRowPoints];
-  alignas(64) float attn[kMaxRowPoints];  // 0 for points outside their map
-  alignas(64) int32_t keys32[4 * kMaxRowPoints];
-  alignas(64) int64_t keys[4 * kMaxRowPoints];
-  alignas(64) float weights[4 * kMaxRowPoints];
-  alignas(64) float d_dx[4 * kMaxRowPoints];
-  alignas(64) float d_dy[4 * kMaxRowPoints];
-  alignas(64) float dots[4 * kMaxRowPoints];
-  alignas(64) float attn_grad[kMaxRowPoints];
-  alignas(64) float x_grad[kMaxRowPoints];
-  alignas(64) float y_grad[kMaxRowPoints];
+// The sample points of one row (image, query, head) and their corners; see the layout above FastCorners. The
+// arrays lie back to back in one buffer sized by the row's padded point count: arrays of the largest possible size
+// (multiples of 4 KiB) would all begin at the same offset modulo 4 KiB and compete for the same few L1 cache sets.
+// The padding points (count to stride) are set once here: NaN locations (no corner) and zero attention weights.
+class RowPoints {
+ public:
+  explicit RowPoints(int64_t points)
+      : count(points),
+        stride((points + kPointAlign - 1) / kPointAlign * kPointAlign),
+        storage_(new float[static_cast<size_t>(kFloatsPerPoint * stride + kPointAlign)]) {
+    // stride is a multiple of kPointAlign floats (64 bytes), so every array starts on a 64-byte boundary.
+    float* next = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(storage_.get()) + 63) / 64 * 64);
+    auto take = [&](int64_t floats) {
+      float* array = next;
+      next += floats;
+      return array;
+    };
+    loc = take(2 * stride);
+    loc_grad = take(2 * stride);
+    attn = take(stride);
+    attn_grad = take(stride);
+    weights = take(4 * stride);
+    d_dx = take(4 * stride);
+    d_dy = take(4 * stride);
+    dots = take(4 * stride);
+    keys32 = reinterpret_cast<int32_t*>(take(4 * stride));
+    keys = reinterpret_cast<int64_t*>(take(8 * stride));
+    std::fill(loc + 2 * count, loc + 2 * stride, std::numeric_limits<float>::quiet_NaN());
+    std::fill(attn + count, attn + stride, 0.0f);
+  }
+
+  const int64_t count;   // levels * points
+  const int64_t stride;  // count rounded up to kPointAlign
+  float* loc;            // point i's location at [2 * i] (x) and [2 * i + 1] (y)
+  float* loc_grad;       // its gradient, likewise
+  float* attn;           // 0 for points outside their map
+  float* attn_grad;
+  float* weights;  // corner k of point i at [k * stride + i], likewise d_dx, d_dy, dots, keys32 and keys
+  float* d_dx;
+  float* d_dy;
+  float* dots;
+  int32_t* keys32;
+  int64_t* keys;
+
+ private:
+  static constexpr int64_t kFloatsPerPoint = 2 + 2 + 1 + 1 + 4 * 4 + 4 + 8;  // the arrays above, per padded point
+  std::unique_ptr<float[]> storage_;
 };
+
 
 // The per-call facts the row functions share.
 struct Sampler {
@@ -414,7 +468,7 @@ struct Sampler {
 bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row) {
   PointCorners corners;
   const bool any_valid =
-      ComputeCorners(level.height, level.width, level.start, keys, row->loc_x[i], row->loc_y[i], &corners);
+      ComputeCorners(level.height, level.width, level.start, keys, row->loc[2 * i], row->loc[2 * i + 1], &corners);
   for (int64_t k = 0; k < 4; ++k) {
     const int64_t at = k * row->stride + i;
     row->keys[at] = corners.key[k];
@@ -432,28 +486,16 @@ bool PointsContiguous(const TensorDesc& t, const MsdaShape& s) {
   return (t.rank != 6 || t.strides[5] == 1) && t.strides[4] == per_point && t.strides[3] == s.points * per_point;
 }
 
-// out0[l * points + p] = element (b, q, h, l, p) of attnWeight, or of location's coordinate 0 with coordinate 1 in
-// out1, as float: the dtype is dispatched once per row, not per element. Blocks that are contiguous are converted
-// whole (pacl::LoadAsFloat: vector conversions; FLOAT16 read element by element made its forward 1.5x FLOAT's)
-// and split here. Element indices are formed only
-// for elements of the view (a pointer stepped past the last one could leave the storage: strides of size-1 dims may
-// be anything).
-void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, float* out0,
-                     float* out1) {
-  const int64_t count = s.levels * s.points;
+// out[l * points + p] = element (b, q, h, l, p) of attnWeight, or out[2 * (l * points + p) + j] = element
+// (b, q, h, l, p, j) of location, as float: the dtype is dispatched once per row, not per element. Blocks that are
+// contiguous are converted whole (pacl::LoadAsFloat: vector conversions; FLOAT16 read element by element made its
+// forward 1.5x FLOAT's). Element indices are formed only for elements of the view (a pointer stepped past the last
+// one could leave the storage: strides of size-1 dims may be anything).
+void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, float* out) {
+  const int64_t per_point = t.rank == 6 ? 2 : 1;
   const int64_t first = PointElement(t, b, q, h, 0, 0);
   if (PointsContiguous(t, s)) {
-    const char* block = t.ElementAt(first);
-    if (t.rank == 5) {
-      LoadAsFloat(t.dtype, block, 1, out0, count);
-      return;
-    }
-    alignas(64) float pairs[2 * kMaxRowPoints];
-    LoadAsFloat(t.dtype, block, 1, pairs, 2 * count);
-    for (int64_t i = 0; i < count; ++i) {
-      out0[i] = pairs[2 * i];
-      out1[i] = pairs[2 * i + 1];
-    }
+    LoadAsFloat(t.dtype, t.ElementAt(first), 1, out, s.levels * s.points * per_point);
     return;
   }
   DispatchFloat(t.dtype, [&](auto tag) {
@@ -466,33 +508,20 @@ void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t
     };
     int64_t i = 0;
     for (int64_t l = 0; l < s.levels; ++l) {
-      for (int64_t p = 0; p < s.points; ++p, ++i) {
+      for (int64_t p = 0; p < s.points; ++p) {
         const int64_t element = first + l * t.strides[3] + p * t.strides[4];
-        out0[i] = load(element);
-        if (t.rank == 6) out1[i] = load(element + t.strides[5]);
+        for (int64_t j = 0; j < per_point; ++j) out[i++] = load(element + j * (per_point == 2 ? t.strides[5] : 0));
       }
     }
   });
 }
 
-// The inverse of ReadRowElements, for gradAttnWeight (in0) and gradLocation (in0, in1): values rounded to the
-// tensor's dtype.
-void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, const float* in0,
-                      const float* in1) {
-  const int64_t count = s.levels * s.points;
+// The inverse of ReadRowElements, for gradAttnWeight and gradLocation: values rounded to the tensor's dtype.
+void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, const float* in) {
+  const int64_t per_point = t.rank == 6 ? 2 : 1;
   const int64_t first = PointElement(t, b, q, h, 0, 0);
   if (PointsContiguous(t, s)) {
-    char* block = t.ElementAt(first);
-    if (t.rank == 5) {
-      StoreFromFloat(in0, t.dtype, block, 1, count);
-      return;
-    }
-    alignas(64) float pairs[2 * kMaxRowPoints];
-    for (int64_t i = 0; i < count; ++i) {
-      pairs[2 * i] = in0[i];
-      pairs[2 * i + 1] = in1[i];
-    }
-    StoreFromFloat(pairs, t.dtype, block, 1, 2 * count);
+    StoreFromFloat(in, t.dtype, t.ElementAt(first), 1, s.levels * s.points * per_point);
     return;
   }
   DispatchFloat(t.dtype, [&](auto tag) {
@@ -504,10 +533,9 @@ void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_
     };
     int64_t i = 0;
     for (int64_t l = 0; l < s.levels; ++l) {
-      for (int64_t p = 0; p < s.points; ++p, ++i) {
+      for (int64_t p = 0; p < s.points; ++p) {
         const int64_t element = first + l * t.strides[3] + p * t.strides[4];
-        store(element, in0[i]);
-        if (t.rank == 6) store(element + t.strides[5], in1[i]);
+        for (int64_t j = 0; j < per_point; ++j) store(element + j * (per_point == 2 ? t.strides[5] : 0), in[i++]);
       }
     }
   });
@@ -515,23 +543,15 @@ void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_
 
 void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoints* row) {
   const MsdaShape& s = sampler.shape;
-  row->count = s.levels * s.points;
-  row->stride = (row->count + kPointAlign - 1) / kPointAlign * kPointAlign;
-  ReadRowElements(sampler.location, s, b, q, h, row->loc_x, row->loc_y);
-  ReadRowElements(sampler.attn_weight, s, b, q, h, row->attn, nullptr);
-  int64_t i = row->count;
-  for (; i < row->stride; ++i) {
-    row->loc_x[i] = std::numeric_limits<float>::quiet_NaN();
-    row->loc_y[i] = std::numeric_limits<float>::quiet_NaN();
-    row->attn[i] = 0.0f;
-  }
+  ReadRowElements(sampler.location, s, b, q, h, row->loc);
+  ReadRowElements(sampler.attn_weight, s, b, q, h, row->attn);
   if (sampler.fast) {
     HWY_DYNAMIC_DISPATCH(FastCorners)
-    (row->loc_x, row->loc_y, row->attn, sampler.lanes, row->stride, row->keys32, row->weights, row->d_dx, row->d_dy);
+    (row->loc, row->attn, sampler.lanes, row->stride, row->keys32, row->weights, row->d_dx, row->d_dy);
     for (int64_t j = 0; j < 4 * row->stride; ++j) row->keys[j] = row->keys32[j];
     return;
   }
-  for (i = 0; i < row->stride; ++i) {
+  for (int64_t i = 0; i < row->stride; ++i) {
     const Level& level = sampler.levels[static_cast<size_t>(std::min(i / s.points, s.levels - 1))];
     if (!GenericCorners(level, s.keys, i, row)) row->attn[i] = 0.0f;
   }
@@ -540,10 +560,12 @@ void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoint
 // Both kernels walk one head's queries, so their accesses to location, attnWeight (and gradOutput and the
 // gradients) jump over the other heads' data from query to query; the hardware prefetchers do not follow, so the
 // data kPrefetchQueries queries ahead is requested explicitly (measured ~35% faster backward).
+// The Prefetch* helpers are always inlined: a function that only prefetches has no effect GCC can see, so its
+// interprocedural analysis may call it pure and drop every call to it (it did, once the element size was inline).
 constexpr int64_t kPrefetchQueries = 8;
 
 template <bool kForWrite = false>
-void PrefetchElements(const TensorDesc& t, int64_t first_element, int64_t count) {
+HWY_INLINE void PrefetchElements(const TensorDesc& t, int64_t first_element, int64_t count) {
   const char* begin = t.ElementAt(first_element);
   const int64_t bytes = count * static_cast<int64_t>(t.ElementSize());
   for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(begin + offset, kForWrite ? 1 : 0);
@@ -552,12 +574,12 @@ void PrefetchElements(const TensorDesc& t, int64_t first_element, int64_t count)
 // The points of (b, q, h) in a location-shaped (rank 6) or attnWeight-shaped (rank 5) tensor, when they form one
 // contiguous block (other views are rare, and correct without prefetching).
 template <bool kForWrite = false>
-void PrefetchRowPoints(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
+HWY_INLINE void PrefetchRowPoints(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
   if (!PointsContiguous(t, s)) return;
   PrefetchElements<kForWrite>(t, PointElement(t, b, q, h, 0, 0), s.levels * s.points * (t.rank == 6 ? 2 : 1));
 }
 
-void PrefetchHeadRow(const HeadRows& rows, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
+HWY_INLINE void PrefetchHeadRow(const HeadRows& rows, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
   if (rows.channel_stride != 1) return;
   PrefetchElements(rows.desc, rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride,
                    s.channels);
@@ -635,7 +657,7 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   // of that head's plane, which stay in cache.
   const int64_t runs_per_head = (s.queries + kQueriesPerTask - 1) / kQueriesPerTask;
   ParallelFor(s.batch * s.heads * runs_per_head, 1, [&](int64_t begin, int64_t end) {
-    const auto row = std::make_unique<RowPoints>();
+    const auto row = std::make_unique<RowPoints>(s.levels * s.points);
     alignas(64) float out_row[kMaxChannels];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / (s.heads * runs_per_head);
@@ -677,7 +699,7 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   const size_t row_bytes = static_cast<size_t>(s.channels) * sizeof(float);
 
   ParallelFor(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
-    const auto row = std::make_unique<RowPoints>();
+    const auto row = std::make_unique<RowPoints>(s.levels * s.points);
     alignas(64) float grad_row[kMaxChannels];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / s.heads;
@@ -704,9 +726,9 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
          row->count, row->stride, s.channels, g, row->dots);
         HWY_DYNAMIC_DISPATCH(PointGradients)
         (row->weights, row->d_dx, row->d_dy, row->dots, row->attn, sampler.lanes, row->stride, row->attn_grad,
-         row->x_grad, row->y_grad);
-        WriteRowElements(params.grad_attn_weight, s, b, q, h, row->attn_grad, nullptr);
-        WriteRowElements(params.grad_location, s, b, q, h, row->x_grad, row->y_grad);
+         row->loc_grad);
+        WriteRowElements(params.grad_attn_weight, s, b, q, h, row->attn_grad);
+        WriteRowElements(params.grad_location, s, b, q, h, row->loc_grad);
       }
       if (has_sums) {
         const TensorDesc& out = params.grad_value;
