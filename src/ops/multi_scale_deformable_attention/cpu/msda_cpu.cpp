@@ -18,8 +18,9 @@
 // [0, nk), nk < 2^31, H and W <= 2^24: then float(W) is exact and keys fit in int32) the corners of all the row's
 // points are computed in vectors (FastCorners): pixel position, inside test, floor, the 4 weights and their x/y
 // derivatives, and int32 keys, with -1 and zero weights for a corner outside the map. Otherwise (hostile sizes or
-// starts) GenericCorners does the same per point in scalar code with the exact key check. Corner k of point i is
-// stored at [k][i], so the later loops read them as arrays.
+// starts) GenericCorners does the same per point in scalar code with the exact key check, keys in int64. Corner k
+// of point i is stored at [k][i], so the later loops read them as arrays; they take the keys in the type their
+// path wrote (widening int32 keys in a separate pass cost 8% of the forward).
 //
 // Layout. Work is on fp32 rows of c channels, vectorised over channels (c is a multiple of 8: whole vectors of
 // the target, plus one 8-lane vector on 16-lane targets); a corner's weight is computed once and shared by all
@@ -180,8 +181,8 @@ void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t
 // so that two independent multiply-add chains per vector hide the instruction latency (one chain of 4 * points
 // steps would bound the row's time); the chains are added at the end. The chains are the same on every target (the
 // same bits everywhere): only how many vectors of channels go together (kMaxGroupVectors) depends on the target.
-template <int kVectors, class D>
-void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
+template <int kVectors, class D, class Key>
+void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const Key* keys, const float* weights,
                          const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   VectorArray<D, 2 * kVectors> sums;  // chain c, vector v at c * kVectors + v
@@ -209,8 +210,10 @@ constexpr int kMaxGroupVectors = pacl::HWY_NAMESPACE::kVectorRegisters / 4;
 
 // out[ch] = sum over corners of attn[i] * weights[k][i] * value row, in the order WeightedRowSumGroup fixes.
 // rows + key * key_stride is the value row of a key.
-void WeightedRowSum(const float* rows, int64_t key_stride, const int64_t* keys, const float* weights, const float* attn,
-                    int64_t points, int64_t stride, int64_t channels, float* out) {
+// Key: int32_t on the fast path (see FastCorners), int64_t on the generic one.
+template <class Key>
+void WeightedRowSumT(const float* rows, int64_t key_stride, const Key* keys, const float* weights, const float* attn,
+                     int64_t points, int64_t stride, int64_t channels, float* out) {
   const DF d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t ch = 0;
@@ -238,14 +241,24 @@ void WeightedRowSum(const float* rows, int64_t key_stride, const int64_t* keys, 
   }
 }
 
+void WeightedRowSum32(const float* rows, int64_t key_stride, const int32_t* keys, const float* weights,
+                      const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
+  WeightedRowSumT(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+}
+void WeightedRowSum64(const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
+                      const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
+  WeightedRowSumT(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+}
+
 // For each corner (k ascending, then points ascending): dots[k][i] = grad . value row (in the canonical order of
 // pacl/canonical_math-inl.h), and the gradValue row of the key += attn[i] * weights[k][i] * grad. Corners with key
 // -1 get dots 0 and touch nothing. The valid corners go four at a time (CanonicalSums4: one load of grad for four
 // rows, and their four sums reduced together); within a step the four rows are updated in corner order, so a row
 // that several of them update gets its additions in the same order as one corner at a time.
-void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
-                    const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
-                    int64_t channels, const float* grad, float* dots) {
+template <class Key>
+void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+                     const Key* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
+                     int64_t channels, const float* grad, float* dots) {
   using V = hn::Vec<DF>;
   // The corners with a key, in corner order (built without branches: a slot is kept only if the key is valid).
   struct Corner {
@@ -336,6 +349,19 @@ void CornerBackward(const float* rows, int64_t key_stride, float* grad_rows, int
   }
 }
 
+void CornerBackward32(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+                      const int32_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
+                      int64_t channels, const float* grad, float* dots) {
+  CornerBackwardT(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride, channels, grad,
+                  dots);
+}
+void CornerBackward64(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+                      const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
+                      int64_t channels, const float* grad, float* dots) {
+  CornerBackwardT(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride, channels, grad,
+                  dots);
+}
+
 // Per point: attn_grad = sum over corners of weight * dot; x_grad = attn * W * sum of d_dx * dot; y likewise with H,
 // stored as (x, y) pairs in loc_grad (the gradLocation layout).
 // Points outside the map have all weights 0, so all three are 0 (attn is zeroed for them by the caller).
@@ -369,8 +395,10 @@ HWY_AFTER_NAMESPACE();
 namespace pacl::msda {
 
 HWY_EXPORT(FastCorners);
-HWY_EXPORT(WeightedRowSum);
-HWY_EXPORT(CornerBackward);
+HWY_EXPORT(WeightedRowSum32);
+HWY_EXPORT(WeightedRowSum64);
+HWY_EXPORT(CornerBackward32);
+HWY_EXPORT(CornerBackward64);
 HWY_EXPORT(PointGradients);
 
 namespace {
@@ -443,8 +471,8 @@ class RowPoints {
   float* d_dx;
   float* d_dy;
   float* dots;
-  int32_t* keys32;
-  int64_t* keys;
+  int32_t* keys32;  // the keys on the fast path (FastCorners)
+  int64_t* keys;    // on the generic path (GenericCorners)
 
  private:
   static constexpr int64_t kFloatsPerPoint = 2 + 2 + 1 + 1 + 4 * 4 + 4 + 8;  // the arrays above, per padded point
@@ -548,7 +576,6 @@ void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoint
   if (sampler.fast) {
     HWY_DYNAMIC_DISPATCH(FastCorners)
     (row->loc, row->attn, sampler.lanes, row->stride, row->keys32, row->weights, row->d_dx, row->d_dy);
-    for (int64_t j = 0; j < 4 * row->stride; ++j) row->keys[j] = row->keys32[j];
     return;
   }
   for (int64_t i = 0; i < row->stride; ++i) {
@@ -672,9 +699,15 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
         SampleRow(sampler, b, q, h, row.get());
         char* dst = HeadRowAddress(out, b, q, h);
         float* sums = out_in_place ? reinterpret_cast<float*>(dst) : out_row;
-        HWY_DYNAMIC_DISPATCH(WeightedRowSum)
-        (value.Row(b, 0, h), value.key_stride, row->keys, row->weights, row->attn, row->count, row->stride, s.channels,
-         sums);
+        if (sampler.fast) {
+          HWY_DYNAMIC_DISPATCH(WeightedRowSum32)
+          (value.Row(b, 0, h), value.key_stride, row->keys32, row->weights, row->attn, row->count, row->stride,
+           s.channels, sums);
+        } else {
+          HWY_DYNAMIC_DISPATCH(WeightedRowSum64)
+          (value.Row(b, 0, h), value.key_stride, row->keys, row->weights, row->attn, row->count, row->stride,
+           s.channels, sums);
+        }
         if (!out_in_place) StoreFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels);
       }
     }
@@ -721,9 +754,15 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
           g = grad_row;
         }
         SampleRow(sampler, b, q, h, row.get());
-        HWY_DYNAMIC_DISPATCH(CornerBackward)
-        (value.Row(b, 0, h), value.key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys, row->weights, row->attn,
-         row->count, row->stride, s.channels, g, row->dots);
+        if (sampler.fast) {
+          HWY_DYNAMIC_DISPATCH(CornerBackward32)
+          (value.Row(b, 0, h), value.key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys32, row->weights,
+           row->attn, row->count, row->stride, s.channels, g, row->dots);
+        } else {
+          HWY_DYNAMIC_DISPATCH(CornerBackward64)
+          (value.Row(b, 0, h), value.key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys, row->weights,
+           row->attn, row->count, row->stride, s.channels, g, row->dots);
+        }
         HWY_DYNAMIC_DISPATCH(PointGradients)
         (row->weights, row->d_dx, row->d_dy, row->dots, row->attn, sampler.lanes, row->stride, row->attn_grad,
          row->loc_grad);
