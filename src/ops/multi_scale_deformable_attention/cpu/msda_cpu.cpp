@@ -27,10 +27,12 @@
 // channels. Forward: value is read from a compact fp32 copy in the workspace, layout (bs, nh, nk, c), unless it is
 // FLOAT with unit channel stride and the queries are few (then in place: see PlanForwardWorkspace); up to 4
 // vectors of sums stay in registers while the row's corners are walked. Backward: value and the gradValue sums are
-// always compact fp32 planes (bs, nh, nk, c) in the workspace: its tasks walk one (image, head) plane, whose rows in
-// the caller's layout would lie nh * c floats apart and crowd into a fraction of the cache sets. The sums are converted
-// once at the end (fp16/bf16 rounded once). location, attnWeight, gradOutput and the small outputs are read and written
-// through their strides in any float dtype.
+// compact fp32 planes (bs, nh, nk, c) in the workspace: its tasks walk one (image, head) plane, whose rows in the
+// caller's layout would lie nh * c floats apart and crowd into a fraction of the cache sets. The sums are converted
+// once at the end (fp16/bf16 rounded once). With few queries, FLOAT tensors with unit channel stride are used in
+// place instead (the passes over whole planes would cost more than the corners: see PlanBackwardWorkspace); the
+// sums then accumulate in gradValue itself, in the same order. location, attnWeight, gradOutput and the small
+// outputs are read and written through their strides in any float dtype.
 //
 // Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
 // writing its own output rows; a row sums its corners in a fixed order: corner k of each point (points ascending)
@@ -722,13 +724,34 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   if (s.batch == 0) return ACLNN_SUCCESS;
   char* aligned = AlignedWorkspace(workspace);
   const Sampler sampler = MakeSampler(s, params.in);
-  // value and the gradValue sums are compact fp32 planes (bs, nh, nk, c) in the workspace (absent when empty).
+  // value and the gradValue sums: compact fp32 planes (bs, nh, nk, c) in the workspace, or (few corner reads, FLOAT
+  // with unit channel stride: see PlanBackwardWorkspace) the caller's tensors in place; absent when empty.
+  const TensorDesc& grad_value = params.grad_value;
+  const bool value_in_place = params.workspace.value_copy < 0 && params.in.value.dtype == ACL_FLOAT &&
+                              params.in.value.strides[3] == 1;
   const RowTable<const float> value = params.workspace.value_copy >= 0
                                           ? ValueRows(params.in.value, s, aligned, params.workspace.value_copy)
-                                          : RowTable<const float>{};
-  const bool has_sums = params.workspace.grad_value_sums >= 0;
-  const RowTable<float> sums =
-      has_sums ? WorkspaceRows<float>(aligned, params.workspace.grad_value_sums, s) : RowTable<float>{};
+                                      : value_in_place ? InPlaceRows<const float>(params.in.value)
+                                                       : RowTable<const float>{};
+  const bool sums_in_workspace = params.workspace.grad_value_sums >= 0;
+  const bool sums_in_place = !sums_in_workspace && s.keys * s.channels > 0 && grad_value.dtype == ACL_FLOAT &&
+                             grad_value.strides[3] == 1;
+  const RowTable<float> sums = sums_in_workspace ? WorkspaceRows<float>(aligned, params.workspace.grad_value_sums, s)
+                               : sums_in_place   ? InPlaceRows<float>(grad_value)
+                                                 : RowTable<float>{};
+  // A contiguous gradValue accumulated in place is zeroed up front in large blocks (a streamed pass); otherwise
+  // each task zeroes its own rows.
+  const bool zero_whole_grad_value = sums_in_place && grad_value.IsContiguous();
+  if (zero_whole_grad_value) {
+    constexpr int64_t kZeroBlock = int64_t{1} << 18;  // floats
+    float* first = static_cast<float*>(grad_value.data) + grad_value.offset;
+    const int64_t count = grad_value.NumElements();
+    ParallelFor((count + kZeroBlock - 1) / kZeroBlock, 1, [&](int64_t begin, int64_t end) {
+      const int64_t from = begin * kZeroBlock;
+      const int64_t to = std::min(end * kZeroBlock, count);
+      std::memset(first + from, 0, static_cast<size_t>(to - from) * sizeof(float));
+    });
+  }
   const HeadRows& dy = params.grad_output;
   const bool dy_in_place = dy.desc.dtype == ACL_FLOAT && dy.channel_stride == 1;
   const size_t row_bytes = static_cast<size_t>(s.channels) * sizeof(float);
@@ -739,7 +762,10 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / s.heads;
       const int64_t h = task % s.heads;
-      if (has_sums) std::memset(sums.Row(b, 0, h), 0, static_cast<size_t>(s.keys) * row_bytes);
+      if (sums_in_workspace) std::memset(sums.Row(b, 0, h), 0, static_cast<size_t>(s.keys) * row_bytes);
+      if (sums_in_place && !zero_whole_grad_value) {
+        for (int64_t key = 0; key < s.keys; ++key) std::memset(sums.Row(b, key, h), 0, row_bytes);
+      }
       for (int64_t q = 0; q < s.queries; ++q) {
         if (q + kPrefetchQueries < s.queries) {
           const int64_t ahead = q + kPrefetchQueries;
@@ -771,11 +797,10 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
         WriteRowElements(params.grad_attn_weight, s, b, q, h, row->attn_grad);
         WriteRowElements(params.grad_location, s, b, q, h, row->loc_grad);
       }
-      if (has_sums) {
-        const TensorDesc& out = params.grad_value;
+      if (sums_in_workspace) {
         for (int64_t key = 0; key < s.keys; ++key) {
-          StoreFromFloat(sums.Row(b, key, h), out.dtype, out.ElementAt(ElementOf(out, b, key, h)), out.strides[3],
-                         s.channels);
+          StoreFromFloat(sums.Row(b, key, h), grad_value.dtype, grad_value.ElementAt(ElementOf(grad_value, b, key, h)),
+                         grad_value.strides[3], s.channels);
         }
       }
     }

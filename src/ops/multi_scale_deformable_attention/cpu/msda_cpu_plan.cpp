@@ -15,11 +15,26 @@ uint64_t PlaneElements(const MsdaShape& s) {
   return SaturatingMul(elements, static_cast<uint64_t>(s.channels));
 }
 
-// Corner reads per value row from which the forward copies even a FLOAT value (see PlanForwardWorkspace).
+// Corner reads per value row from which the kernels work on compact fp32 planes even for FLOAT tensors (see
+// PlanForwardWorkspace and PlanBackwardWorkspace).
 constexpr uint64_t kCopyWhenReadsPerRow = 8;
 
-// The forward can read a FLOAT value with unit channel stride in place; anything else goes through an fp32 copy.
+// The forward can read a FLOAT value with unit channel stride in place, and the backward can accumulate into such
+// a gradValue in place; anything else goes through an fp32 array.
 bool NeedsFloatCopy(const TensorDesc& t) { return t.dtype != ACL_FLOAT || t.strides[3] != 1; }
+
+// The corners the kernels read: bs x nq x nh x nl x np x 4.
+uint64_t CornerReads(const MsdaShape& s) {
+  const uint64_t row_corners = static_cast<uint64_t>(s.heads * s.levels * s.points * 4);
+  return SaturatingMul(SaturatingMul(static_cast<uint64_t>(s.batch), static_cast<uint64_t>(s.queries)), row_corners);
+}
+
+// Whether they reach kCopyWhenReadsPerRow per value row (bs x nk x nh).
+bool ManyCornerReads(const MsdaShape& s) {
+  const uint64_t value_rows = SaturatingMul(
+      SaturatingMul(static_cast<uint64_t>(s.batch), static_cast<uint64_t>(s.keys)), static_cast<uint64_t>(s.heads));
+  return CornerReads(s) >= SaturatingMul(value_rows, kCopyWhenReadsPerRow);
+}
 
 }  // namespace
 
@@ -31,12 +46,7 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   WorkspacePlan plan;
   WorkspaceLayout layout;
   const uint64_t elements = PlaneElements(s);
-  const uint64_t value_rows = SaturatingMul(
-      SaturatingMul(static_cast<uint64_t>(s.batch), static_cast<uint64_t>(s.keys)), static_cast<uint64_t>(s.heads));
-  uint64_t corner_reads = SaturatingMul(static_cast<uint64_t>(s.batch), static_cast<uint64_t>(s.queries));
-  corner_reads = SaturatingMul(corner_reads, static_cast<uint64_t>(s.heads * s.levels * s.points * 4));
-  const bool many_queries = corner_reads >= SaturatingMul(value_rows, kCopyWhenReadsPerRow);
-  if (elements > 0 && corner_reads > 0 && (NeedsFloatCopy(params.in.value) || many_queries)) {
+  if (elements > 0 && CornerReads(s) > 0 && (NeedsFloatCopy(params.in.value) || ManyCornerReads(s))) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   plan.bytes = layout.TotalBytes();
@@ -44,16 +54,23 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
 }
 
 WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
-  // The backward always works on compact fp32 copies: its tasks walk one (image, head) plane at a time, and in
-  // the caller's (bs, nk, nh, c) layout a plane's rows lie nh * c floats apart, which crowds them into a fraction
-  // of the cache sets (measured ~15% slower than copying, zeroing and converting these arrays).
+  // With many corner reads per value row (an encoder's queries, as many as keys) the backward works on compact
+  // fp32 copies: its tasks walk one (image, head) plane at a time, and in the caller's (bs, nk, nh, c) layout a
+  // plane's rows lie nh * c floats apart, which crowds them into a fraction of the cache sets (measured ~15% slower
+  // than copying, zeroing and converting these arrays). With few (a decoder's hundreds of queries over tens of
+  // thousands of keys) those passes over all of value and gradValue are most of the work, so a FLOAT value with
+  // unit channel stride is read in place and such a gradValue is zeroed and accumulated in place.
+  const MsdaShape& s = params.shape;
   WorkspacePlan plan;
   WorkspaceLayout layout;
-  const uint64_t elements = PlaneElements(params.shape);
-  if (elements > 0 && params.shape.queries > 0) {
+  const uint64_t elements = PlaneElements(s);
+  const bool many_reads = ManyCornerReads(s);
+  if (elements > 0 && s.queries > 0 && (NeedsFloatCopy(params.in.value) || many_reads)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
-  if (elements > 0) plan.grad_value_sums = layout.Reserve(SaturatingMul(elements, sizeof(float)));
+  if (elements > 0 && (NeedsFloatCopy(params.grad_value) || many_reads)) {
+    plan.grad_value_sums = layout.Reserve(SaturatingMul(elements, sizeof(float)));
+  }
   plan.bytes = layout.TotalBytes();
   return plan;
 }
