@@ -1,5 +1,6 @@
 // Phase-1 planning of the CPU kernels: the workspace layouts (see the NOTE in msda_cpu.cpp), from the shapes, dtypes
-// and strides only.
+// and strides, and from where the tensors lie (an input that shares memory with an output is copied, never read in
+// place; an output that shares memory with an input is never the accumulator).
 #include <cstdint>
 
 #include "multi_scale_deformable_attention/msda_params.h"
@@ -36,6 +37,27 @@ bool ManyCornerReads(const MsdaShape& s) {
   return CornerReads(s) >= SaturatingMul(value_rows, kCopyWhenReadsPerRow);
 }
 
+// Whether the bytes two views can touch intersect ([first element, last element] of each; aclCreateTensor's strides
+// are never negative). Views without elements touch nothing.
+bool MayShareMemory(const TensorDesc& a, const TensorDesc& b) {
+  auto span = [](const TensorDesc& t, uintptr_t* begin, uintptr_t* end) {
+    if (t.data == nullptr) return false;
+    int64_t last = t.offset;
+    for (int d = 0; d < t.rank; ++d) {
+      if (t.shape[d] == 0) return false;
+      last += (t.shape[d] - 1) * t.strides[d];
+    }
+    const uintptr_t base = reinterpret_cast<uintptr_t>(t.data);
+    const uintptr_t size = t.ElementSize();
+    *begin = base + static_cast<uintptr_t>(t.offset) * size;
+    *end = base + static_cast<uintptr_t>(last + 1) * size;
+    return true;
+  };
+  uintptr_t a_begin = 0, a_end = 0, b_begin = 0, b_end = 0;
+  if (!span(a, &a_begin, &a_end) || !span(b, &b_begin, &b_end)) return false;
+  return a_begin < b_end && b_begin < a_end;
+}
+
 }  // namespace
 
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
@@ -46,7 +68,9 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   WorkspacePlan plan;
   WorkspaceLayout layout;
   const uint64_t elements = PlaneElements(s);
-  if (elements > 0 && CornerReads(s) > 0 && (NeedsFloatCopy(params.in.value) || ManyCornerReads(s))) {
+  const bool value_apart = !MayShareMemory(params.in.value, params.output.desc);
+  if (elements > 0 && CornerReads(s) > 0 &&
+      (NeedsFloatCopy(params.in.value) || ManyCornerReads(s) || !value_apart)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   plan.bytes = layout.TotalBytes();
@@ -59,16 +83,26 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   // plane's rows lie nh * c floats apart, which crowds them into a fraction of the cache sets (measured ~15% slower
   // than copying, zeroing and converting these arrays). With few (a decoder's hundreds of queries over tens of
   // thousands of keys) those passes over all of value and gradValue are most of the work, so a FLOAT value with
-  // unit channel stride is read in place and such a gradValue is zeroed and accumulated in place.
+  // unit channel stride is read in place and such a gradValue is zeroed and accumulated in place, each only if it
+  // shares no memory with the other side's tensors (a caller's aliasing must not change what is read).
   const MsdaShape& s = params.shape;
   WorkspacePlan plan;
   WorkspaceLayout layout;
   const uint64_t elements = PlaneElements(s);
   const bool many_reads = ManyCornerReads(s);
-  if (elements > 0 && s.queries > 0 && (NeedsFloatCopy(params.in.value) || many_reads)) {
+  const TensorDesc* outputs[] = {&params.grad_value, &params.grad_location, &params.grad_attn_weight};
+  const TensorDesc* inputs[] = {&params.in.value, &params.in.location, &params.in.attn_weight,
+                                &params.grad_output.desc};
+  bool value_apart = true;
+  for (const TensorDesc* output : outputs) value_apart = value_apart && !MayShareMemory(params.in.value, *output);
+  bool grad_value_apart = true;
+  for (const TensorDesc* input : inputs) {
+    grad_value_apart = grad_value_apart && !MayShareMemory(params.grad_value, *input);
+  }
+  if (elements > 0 && s.queries > 0 && (NeedsFloatCopy(params.in.value) || many_reads || !value_apart)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
-  if (elements > 0 && (NeedsFloatCopy(params.grad_value) || many_reads)) {
+  if (elements > 0 && (NeedsFloatCopy(params.grad_value) || many_reads || !grad_value_apart)) {
     plan.grad_value_sums = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   plan.bytes = layout.TotalBytes();
