@@ -81,7 +81,6 @@ bool TensorDesc::ElementsAreDistinct() const {
   return true;
 }
 
-
 bool IsKnownDataType(int value) {
   switch (value) {
     case ACL_FLOAT:
@@ -258,6 +257,27 @@ aclnnStatus ExportDims(const char* function, const int64_t* values, int count, i
 }
 
 }  // namespace
+
+// The byte ranges of the two views, [lowest element, highest element + 1) each, by ViewExtent (the same bounds
+// aclCreateTensor checked, so they do not overflow for a created tensor).
+bool pacl::TensorDesc::MayShareMemoryWith(const TensorDesc& other) const {
+  auto bytes = [](const TensorDesc& t, uintptr_t* begin, uintptr_t* end) {
+    int64_t lowest = 0;
+    int64_t highest = 0;
+    if (t.data == nullptr || t.NumElements() == 0 ||
+        !ViewExtent(t.shape, t.strides, static_cast<uint64_t>(t.rank), t.offset, &lowest, &highest)) {
+      return false;
+    }
+    const uintptr_t base = reinterpret_cast<uintptr_t>(t.data);
+    const uintptr_t size = t.ElementSize();
+    *begin = base + static_cast<uintptr_t>(lowest) * size;
+    *end = base + static_cast<uintptr_t>(highest + 1) * size;
+    return true;
+  };
+  uintptr_t begin = 0, end = 0, other_begin = 0, other_end = 0;
+  if (!bytes(*this, &begin, &end) || !bytes(other, &other_begin, &other_end)) return false;
+  return begin < other_end && other_begin < end;
+}
 
 extern "C" {
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acl/acl.h"
@@ -580,6 +581,33 @@ TEST(TensorDescTest, DistinctElementsForPackedTransposedAndPaddedViews) {
   EXPECT_TRUE(ViewOf({3, 4}, {-4, 1}).ElementsAreDistinct());         // negative stride
   EXPECT_TRUE(ViewOf({1, 5}, {0, 1}).ElementsAreDistinct());          // stride 0 on a size-1 dim
   EXPECT_TRUE(ViewOf({0, 5}, {0, 0}).ElementsAreDistinct());          // no elements
+}
+
+// Views over one float buffer of 64 elements (offsets and strides in elements).
+pacl::TensorDesc ViewAt(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t offset) {
+  pacl::TensorDesc desc = ViewOf(std::move(shape), std::move(strides));
+  desc.data = data;
+  desc.offset = offset;
+  return desc;
+}
+
+TEST(TensorDescTest, SharedMemoryIsTheIntersectionOfTheViewsByteRanges) {
+  float buffer[64];
+  const pacl::TensorDesc rows_0_to_3 = ViewAt(buffer, {4, 8}, {8, 1}, 0);
+  const pacl::TensorDesc rows_4_to_7 = ViewAt(buffer, {4, 8}, {8, 1}, 32);
+  EXPECT_FALSE(rows_0_to_3.MayShareMemoryWith(rows_4_to_7));  // adjacent, not overlapping
+  EXPECT_FALSE(rows_4_to_7.MayShareMemoryWith(rows_0_to_3));
+  EXPECT_TRUE(rows_0_to_3.MayShareMemoryWith(ViewAt(buffer, {1}, {1}, 31)));  // its last element
+  EXPECT_TRUE(rows_0_to_3.MayShareMemoryWith(rows_0_to_3));
+  // A transposed view reaches from its offset to offset + 31; one with a negative stride starts below its offset.
+  EXPECT_TRUE(rows_4_to_7.MayShareMemoryWith(ViewAt(buffer, {8, 4}, {1, 8}, 1)));
+  EXPECT_TRUE(rows_0_to_3.MayShareMemoryWith(ViewAt(buffer, {2}, {-8}, 33)));  // elements 33 and 25
+  EXPECT_FALSE(rows_0_to_3.MayShareMemoryWith(ViewAt(buffer, {2}, {-8}, 48)));
+  // Interleaved views share no element but are reported (a sufficient test).
+  EXPECT_TRUE(ViewAt(buffer, {32}, {2}, 0).MayShareMemoryWith(ViewAt(buffer, {32}, {2}, 1)));
+  // No elements, or no data: nothing shared.
+  EXPECT_FALSE(rows_0_to_3.MayShareMemoryWith(ViewAt(buffer, {0, 8}, {8, 1}, 0)));
+  EXPECT_FALSE(rows_0_to_3.MayShareMemoryWith(ViewAt(nullptr, {4, 8}, {8, 1}, 0)));
 }
 
 TEST(TensorDescTest, OverlappingElementsAreDetected) {

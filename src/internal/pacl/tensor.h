@@ -43,6 +43,10 @@ struct TensorDesc {
   // interleave in stranger ways are reported as overlapping.) Outputs must have distinct elements, or parallel
   // kernels would race.
   PACL_INTERNAL_API bool ElementsAreDistinct() const;
+  // True when the bytes between this view's lowest and highest element and those of other's intersect (a
+  // sufficient test: two views that interleave without sharing an element count too). A view without elements, or
+  // without data, shares nothing.
+  PACL_INTERNAL_API bool MayShareMemoryWith(const TensorDesc& other) const;
   // Size of one element in bytes.
   size_t ElementSize() const { return DataTypeSize(dtype); }
   // Address of storage element `element`, an element index counted from data (offset and strides applied).

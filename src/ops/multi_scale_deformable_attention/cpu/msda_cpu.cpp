@@ -483,7 +483,6 @@ class RowPoints {
   std::unique_ptr<float[]> storage_;
 };
 
-
 // The per-call facts the row functions share.
 struct Sampler {
   const MsdaShape& shape;
@@ -511,10 +510,13 @@ bool GenericCorners(const Level& level, int64_t keys, int64_t i, RowPoints* row)
   return any_valid;
 }
 
-// Whether the points of one (b, q, h) of a location-shaped (rank 6) or attnWeight-shaped (rank 5) tensor form one
-// contiguous block of levels * points * (2 or 1) elements, as in the layouts models use.
+// Values per point of a location-shaped (rank 6: x and y) or attnWeight-shaped (rank 5) tensor.
+int64_t ValuesPerPoint(const TensorDesc& t) { return t.rank == 6 ? 2 : 1; }
+
+// Whether the points of one (b, q, h) of such a tensor form one contiguous block of levels * points * (2 or 1)
+// elements, as in the layouts models use.
 bool PointsContiguous(const TensorDesc& t, const MsdaShape& s) {
-  const int64_t per_point = t.rank == 6 ? 2 : 1;
+  const int64_t per_point = ValuesPerPoint(t);
   return (t.rank != 6 || t.strides[5] == 1) && t.strides[4] == per_point && t.strides[3] == s.points * per_point;
 }
 
@@ -524,7 +526,7 @@ bool PointsContiguous(const TensorDesc& t, const MsdaShape& s) {
 // forward 1.5x FLOAT's). Element indices are formed only for elements of the view (a pointer stepped past the last
 // one could leave the storage: strides of size-1 dims may be anything).
 void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, float* out) {
-  const int64_t per_point = t.rank == 6 ? 2 : 1;
+  const int64_t per_point = ValuesPerPoint(t);
   const int64_t first = PointElement(t, b, q, h, 0, 0);
   if (PointsContiguous(t, s)) {
     LoadAsFloat(t.dtype, t.ElementAt(first), 1, out, s.levels * s.points * per_point);
@@ -542,7 +544,7 @@ void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t
     for (int64_t l = 0; l < s.levels; ++l) {
       for (int64_t p = 0; p < s.points; ++p) {
         const int64_t element = first + l * t.strides[3] + p * t.strides[4];
-        for (int64_t j = 0; j < per_point; ++j) out[i++] = load(element + j * (per_point == 2 ? t.strides[5] : 0));
+        for (int64_t j = 0; j < per_point; ++j) out[i++] = load(element + j * t.strides[5]);
       }
     }
   });
@@ -550,7 +552,7 @@ void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t
 
 // The inverse of ReadRowElements, for gradAttnWeight and gradLocation: values rounded to the tensor's dtype.
 void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, const float* in) {
-  const int64_t per_point = t.rank == 6 ? 2 : 1;
+  const int64_t per_point = ValuesPerPoint(t);
   const int64_t first = PointElement(t, b, q, h, 0, 0);
   if (PointsContiguous(t, s)) {
     StoreFromFloat(in, t.dtype, t.ElementAt(first), 1, s.levels * s.points * per_point);
@@ -567,7 +569,7 @@ void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_
     for (int64_t l = 0; l < s.levels; ++l) {
       for (int64_t p = 0; p < s.points; ++p) {
         const int64_t element = first + l * t.strides[3] + p * t.strides[4];
-        for (int64_t j = 0; j < per_point; ++j) store(element + j * (per_point == 2 ? t.strides[5] : 0), in[i++]);
+        for (int64_t j = 0; j < per_point; ++j) store(element + j * t.strides[5], in[i++]);
       }
     }
   });
@@ -607,7 +609,7 @@ HWY_INLINE void PrefetchElements(const TensorDesc& t, int64_t first_element, int
 template <bool kForWrite = false>
 HWY_INLINE void PrefetchRowPoints(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
   if (!PointsContiguous(t, s)) return;
-  PrefetchElements<kForWrite>(t, PointElement(t, b, q, h, 0, 0), s.levels * s.points * (t.rank == 6 ? 2 : 1));
+  PrefetchElements<kForWrite>(t, PointElement(t, b, q, h, 0, 0), s.levels * s.points * ValuesPerPoint(t));
 }
 
 HWY_INLINE void PrefetchHeadRow(const HeadRows& rows, const MsdaShape& s, int64_t b, int64_t q, int64_t h) {
@@ -727,15 +729,9 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   // value and the gradValue sums: compact fp32 planes (bs, nh, nk, c) in the workspace, or (few corner reads, FLOAT
   // with unit channel stride: see PlanBackwardWorkspace) the caller's tensors in place; absent when empty.
   const TensorDesc& grad_value = params.grad_value;
-  const bool value_in_place = params.workspace.value_copy < 0 && params.in.value.dtype == ACL_FLOAT &&
-                              params.in.value.strides[3] == 1;
-  const RowTable<const float> value = params.workspace.value_copy >= 0
-                                          ? ValueRows(params.in.value, s, aligned, params.workspace.value_copy)
-                                      : value_in_place ? InPlaceRows<const float>(params.in.value)
-                                                       : RowTable<const float>{};
+  const RowTable<const float> value = ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
   const bool sums_in_workspace = params.workspace.grad_value_sums >= 0;
-  const bool sums_in_place = !sums_in_workspace && s.keys * s.channels > 0 && grad_value.dtype == ACL_FLOAT &&
-                             grad_value.strides[3] == 1;
+  const bool sums_in_place = params.workspace.grad_value_in_place;
   const RowTable<float> sums = sums_in_workspace ? WorkspaceRows<float>(aligned, params.workspace.grad_value_sums, s)
                                : sums_in_place   ? InPlaceRows<float>(grad_value)
                                                  : RowTable<float>{};

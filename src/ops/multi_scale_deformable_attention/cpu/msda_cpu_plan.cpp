@@ -37,27 +37,6 @@ bool ManyCornerReads(const MsdaShape& s) {
   return CornerReads(s) >= SaturatingMul(value_rows, kCopyWhenReadsPerRow);
 }
 
-// Whether the bytes two views can touch intersect ([first element, last element] of each; aclCreateTensor's strides
-// are never negative). Views without elements touch nothing.
-bool MayShareMemory(const TensorDesc& a, const TensorDesc& b) {
-  auto span = [](const TensorDesc& t, uintptr_t* begin, uintptr_t* end) {
-    if (t.data == nullptr) return false;
-    int64_t last = t.offset;
-    for (int d = 0; d < t.rank; ++d) {
-      if (t.shape[d] == 0) return false;
-      last += (t.shape[d] - 1) * t.strides[d];
-    }
-    const uintptr_t base = reinterpret_cast<uintptr_t>(t.data);
-    const uintptr_t size = t.ElementSize();
-    *begin = base + static_cast<uintptr_t>(t.offset) * size;
-    *end = base + static_cast<uintptr_t>(last + 1) * size;
-    return true;
-  };
-  uintptr_t a_begin = 0, a_end = 0, b_begin = 0, b_end = 0;
-  if (!span(a, &a_begin, &a_end) || !span(b, &b_begin, &b_end)) return false;
-  return a_begin < b_end && b_begin < a_end;
-}
-
 }  // namespace
 
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
@@ -68,7 +47,7 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   WorkspacePlan plan;
   WorkspaceLayout layout;
   const uint64_t elements = PlaneElements(s);
-  const bool value_apart = !MayShareMemory(params.in.value, params.output.desc);
+  const bool value_apart = !params.in.value.MayShareMemoryWith(params.output.desc);
   if (elements > 0 && CornerReads(s) > 0 &&
       (NeedsFloatCopy(params.in.value) || ManyCornerReads(s) || !value_apart)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
@@ -94,16 +73,18 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   const TensorDesc* inputs[] = {&params.in.value, &params.in.location, &params.in.attn_weight,
                                 &params.grad_output.desc};
   bool value_apart = true;
-  for (const TensorDesc* output : outputs) value_apart = value_apart && !MayShareMemory(params.in.value, *output);
+  for (const TensorDesc* output : outputs) value_apart = value_apart && !params.in.value.MayShareMemoryWith(*output);
   bool grad_value_apart = true;
   for (const TensorDesc* input : inputs) {
-    grad_value_apart = grad_value_apart && !MayShareMemory(params.grad_value, *input);
+    grad_value_apart = grad_value_apart && !params.grad_value.MayShareMemoryWith(*input);
   }
   if (elements > 0 && s.queries > 0 && (NeedsFloatCopy(params.in.value) || many_reads || !value_apart)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   if (elements > 0 && (NeedsFloatCopy(params.grad_value) || many_reads || !grad_value_apart)) {
     plan.grad_value_sums = layout.Reserve(SaturatingMul(elements, sizeof(float)));
+  } else if (elements > 0) {
+    plan.grad_value_in_place = true;
   }
   plan.bytes = layout.TotalBytes();
   return plan;
