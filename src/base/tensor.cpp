@@ -382,9 +382,14 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
   desc.dtype = dataType;
   desc.format = format;
   desc.rank = static_cast<int>(viewDimsNum);
-  for (uint64_t d = 0; d < viewDimsNum; ++d) {
+  // Size-1 dims get the packed stride (the product of the dims after them; 0 if that overflows, which only an empty
+  // view allows): see TensorDesc.
+  int64_t packed_stride = 1;
+  for (uint64_t d = viewDimsNum; d-- > 0;) {
     desc.shape[d] = viewDims[d];
-    desc.strides[d] = stride[d];
+    desc.strides[d] = viewDims[d] == 1 ? packed_stride : stride[d];
+    tensor->caller_strides[d] = stride[d];
+    if (__builtin_mul_overflow(packed_stride, viewDims[d], &packed_stride)) packed_stride = 0;
   }
   desc.offset = offset;
   desc.storage_rank = static_cast<int>(storageDimsNum);
@@ -418,7 +423,7 @@ aclnnStatus aclGetViewStrides(const aclTensor* tensor, int64_t** stridesValue, u
   if (!GetterArgumentsPresent("aclGetViewStrides", tensor, stridesValue, "stridesValue", stridesNum, "stridesNum")) {
     return ACLNN_ERR_PARAM_NULLPTR;
   }
-  return ExportDims("aclGetViewStrides", tensor->desc.strides, tensor->desc.rank, stridesValue, stridesNum);
+  return ExportDims("aclGetViewStrides", tensor->caller_strides, tensor->desc.rank, stridesValue, stridesNum);
 }
 
 aclnnStatus aclGetViewOffset(const aclTensor* tensor, int64_t* offset) {

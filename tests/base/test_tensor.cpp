@@ -368,6 +368,34 @@ TEST_F(CreateTensorTest, ZeroStrides) {
   ExpectRefused(a, {"addresses storage elements 5 to 5"});
 }
 
+// A size-1 dim's stride addresses nothing, so any value is valid; the kernels see the packed stride (product of the
+// dims after it) so that none of them can overflow turning it into a byte step, and the getter returns the caller's.
+TEST_F(CreateTensorTest, SizeOneDimsCarryThePackedStrideAndTheGetterTheCallersValue) {
+  TensorArgs a;
+  a.view = {1, 3, 1, 2, 1};
+  a.strides = {kInt64Max, 2, 5, 1, kInt64Max - 1};
+  a.storage = {6};
+  aclTensor* tensor = Create(a);
+  ASSERT_NE(tensor, nullptr) << TakeMessages();
+  EXPECT_EQ(std::vector<int64_t>(tensor->desc.strides, tensor->desc.strides + 5),
+            std::vector<int64_t>({6, 2, 2, 1, 1}));
+  EXPECT_TRUE(tensor->desc.IsContiguous());
+  int64_t* strides = nullptr;
+  uint64_t count = 0;
+  ASSERT_EQ(aclGetViewStrides(tensor, &strides, &count), ACLNN_SUCCESS);
+  EXPECT_EQ(std::vector<int64_t>(strides, strides + count), a.strides);
+  delete[] strides;
+  aclDestroyTensor(tensor);
+
+  // In an empty view the product of the dims after a size-1 dim may overflow: that stride becomes 0.
+  a.view = {0, 1, kInt64Max, 4};
+  a.strides = {1, kInt64Max, 1, 1};
+  tensor = Create(a);
+  ASSERT_NE(tensor, nullptr) << TakeMessages();
+  EXPECT_EQ(tensor->desc.strides[1], 0);
+  aclDestroyTensor(tensor);
+}
+
 TEST_F(CreateTensorTest, EmptyViewAcceptsAnyNonNegativeStridesWithOffsetUpToStorageSize) {
   TensorArgs a;
   a.view = {0, 3};

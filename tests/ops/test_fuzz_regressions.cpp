@@ -2,10 +2,12 @@
 // description through the public API and checks the result against the float64 reference (or the documented
 // outcome). The crashing inputs themselves are in the fuzzers' corpora (fuzz/corpus/<harness>/regress-*).
 //
-// The three crashes so far were all the same undefined behaviour, which clang's UBSan reports as "applying non-zero
+// The first three crashes were all the same undefined behaviour, which clang's UBSan reports as "applying non-zero
 // offset to null pointer" and GCC's does not detect: a kernel offset a null pointer (an empty vector's data(), or
 // the null data of a tensor without elements) although it never dereferenced the result. Under the GCC build these
 // tests therefore check the results only; the fuzz run (clang) replays the inputs under UBSan.
+// The fourth was a signed overflow (a size-1 dim's huge stride turned into a byte step), which both compilers'
+// UBSan report.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -136,6 +138,38 @@ TEST(FuzzRegression, NsaCompressGradContiguousOutputGradInPlace) {
   optest::ExpectClose("inputGrad", input_grad.Read(), expected_input, SumBounds(abs_input, 4), dtype);
   optest::ExpectClose("weightGrad", weight_grad.Read(), expected_weight, SumBounds(abs_weight, 2), dtype);
   optest::ExpectGuardsIntact({&input_grad, &weight_grad});
+}
+
+// fuzz/corpus/fuzz_nsa_compress/regress-nsa-grad-size-one-token-dim-stride: aclnnNsaCompressGrad with an input of one
+// token whose (size-1, so unused) token dim has stride INT64_MAX: dims (1, 3, 15), strides (INT64_MAX, 15, 1), FLOAT16,
+// actSeqLen [1], compressBlockSize 64, compressStride 48: no block, outputGrad (0, 3, 15). The backward turned the
+// token stride into a byte step (stride * 2: signed overflow). Both gradients are zero.
+TEST(FuzzRegression, NsaCompressGradSizeOneTokenDimWithHugeStride) {
+  optest::TestStream stream;
+  const aclDataType dtype = ACL_FLOAT16;
+  std::mt19937_64 rng(0x2b7884db);
+  const std::vector<double> input_values = optest::RandomValues(rng, 45, -2.0, 2.0, dtype);
+  DeviceTensor packed_input({1, 3, 15}, dtype, Layout::kContiguous, input_values);
+  const int64_t input_dims[] = {1, 3, 15};
+  const int64_t input_strides[] = {INT64_MAX, 15, 1};
+  const int64_t input_storage[] = {45};
+  aclTensor* input = aclCreateTensor(input_dims, 3, dtype, input_strides, 0, ACL_FORMAT_ND, input_storage, 1,
+                                     packed_input.data());
+  ASSERT_NE(input, nullptr) << optest::RecentErrorMessage();
+  DeviceTensor output_grad({0, 3, 15}, dtype, Layout::kContiguous, {});
+  DeviceTensor weight({64, 3}, dtype, Layout::kContiguous, optest::RandomValues(rng, 64 * 3, -1.0, 1.0, dtype));
+  DeviceTensor input_grad = DeviceTensor::Output({1, 3, 15}, dtype, Layout::kContiguous);
+  DeviceTensor weight_grad = DeviceTensor::Output({64, 3}, dtype, Layout::kContiguous);
+  optest::HostIntArray act_seq_len({1});
+  ASSERT_EQ(opcall::Run(opcall::NsaCompressGrad{output_grad.get(), input, weight.get(), act_seq_len.get(), 64, 48, 0,
+                                                 "TND", input_grad.get(), weight_grad.get()},
+                        stream.get()),
+            ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  optest::ExpectAllZero("inputGrad", input_grad.Read());
+  optest::ExpectAllZero("weightGrad", weight_grad.Read());
+  optest::ExpectGuardsIntact({&input_grad, &weight_grad});
+  aclDestroyTensor(input);
 }
 
 }  // namespace
