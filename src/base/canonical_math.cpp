@@ -49,6 +49,13 @@ void ExpRow(const float* x, float* out, int64_t n) {
   });
 }
 
+void ExpNormalRangeRow(const float* x, float* out, int64_t n) {
+  const float* rows[1] = {x};
+  ForEachVector(n, rows, 1, out, [](DSum d, const float* const* in, float* o) {
+    hn::StoreU(pacl::HWY_NAMESPACE::ExpNormalRange(d, hn::LoadU(d, in[0])), d, o);
+  });
+}
+
 void FusedMulAddRow(const float* a, const float* b, const float* c, float* out, int64_t n) {
   const float* rows[3] = {a, b, c};
   ForEachVector(n, rows, 3, out, [](DSum d, const float* const* in, float* o) {
@@ -76,10 +83,13 @@ HWY_AFTER_NAMESPACE();
 namespace pacl::canonical_testing {
 
 HWY_EXPORT(ExpRow);
+HWY_EXPORT(ExpNormalRangeRow);
 HWY_EXPORT(FusedMulAddRow);
 HWY_EXPORT(CanonicalDot);
 
 void ExpRow(const float* x, float* out, int64_t n) { HWY_DYNAMIC_DISPATCH(ExpRow)(x, out, n); }
+
+void ExpNormalRangeRow(const float* x, float* out, int64_t n) { HWY_DYNAMIC_DISPATCH(ExpNormalRangeRow)(x, out, n); }
 
 void FusedMulAddRow(const float* a, const float* b, const float* c, float* out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(FusedMulAddRow)(a, b, c, out, n);

@@ -173,6 +173,37 @@ TEST(CanonicalMath, ExpIsWithinOneUlpAndTheSameOnEveryTarget) {
   });
 }
 
+// ExpNormalRange, Exp without its range checks, gives Exp's bits on [-86, 86] (its documented range), on every
+// target: the softmax relies on it to take either for a vector.
+TEST(CanonicalMath, ExpNormalRangeGivesExpsBitsInItsRange) {
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < 0x80000000u; bits += 97 * 16 + 3) {
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    if (f > 86.0f) break;
+    x.push_back(f);
+    x.push_back(-f);
+  }
+  for (float edge : {-86.0f, 86.0f, -0.34657f, 0.34657f, 1e-8f, -1e-8f}) {
+    x.push_back(edge);
+    x.push_back(std::nextafter(edge, 0.0f));
+  }
+  ExpectSameBitsOnEveryTarget([&] {
+    std::vector<float> reference(x.size(), std::nanf(""));
+    std::vector<float> out(x.size(), std::nanf(""));
+    pacl::canonical_testing::ExpRow(x.data(), reference.data(), static_cast<int64_t>(x.size()));
+    pacl::canonical_testing::ExpNormalRangeRow(x.data(), out.data(), static_cast<int64_t>(x.size()));
+    size_t differing = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (pacl::hd::FloatBits(out[i]) != pacl::hd::FloatBits(reference[i]) && ++differing <= 5) {
+        ADD_FAILURE() << "x = " << x[i] << ": ExpNormalRange " << out[i] << ", Exp " << reference[i];
+      }
+    }
+    EXPECT_EQ(differing, 0u) << "of " << x.size();
+    return out;
+  });
+}
+
 // The scalar twin that the CUDA softmax uses (pacl/host_device.h) gives the vector Exp's bits for every input.
 TEST(CanonicalMath, ScalarExpTwinMatchesTheVectorExpBitForBit) {
   std::vector<float> x;

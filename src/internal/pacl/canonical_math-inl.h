@@ -282,6 +282,35 @@ HWY_INLINE void CanonicalSums4(size_t n, Step&& step, float* sums) {
   }
 }
 
+// Exp's argument reduction and polynomial: x = n ln2 + r; returns p = e^r and sets n_int = n. x must lie in
+// [-104, 89] (n in [-150, 128]).
+template <class D>
+HWY_INLINE hn::Vec<D> ExpReduced(D d, hn::Vec<D> x, hn::Vec<hn::RebindToSigned<D>>& n_int) {
+  const hn::RebindToSigned<D> di;
+  const auto shifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
+  const auto shifted = FusedMulAdd(d, x, hn::Set(d, 1.44269504088896341f), shifter);
+  const auto n = hn::Sub(shifted, shifter);  // round(x / ln2), an integer in [-150, 128]
+  n_int = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, shifter));
+  auto r = FusedMulAdd(d, n, hn::Set(d, -0.693145751953125f), x);   // ln2, high part: 16 significant bits
+  r = FusedMulAdd(d, n, hn::Set(d, -1.428606765330187045e-06f), r);  // ln2 - high part
+  // 1 + r + r^2 q, q = c2 + c3 r + r^2 (c4 + c5 r + r^2 (c6 + c7 r)), c_k = 1 / k!
+  const auto r2 = hn::Mul(r, r);
+  const auto q67 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 5040.0f), hn::Set(d, 1.0f / 720.0f));
+  const auto q45 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 120.0f), hn::Set(d, 1.0f / 24.0f));
+  const auto q23 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 6.0f), hn::Set(d, 0.5f));
+  auto q = FusedMulAdd(d, r2, q67, q45);
+  q = FusedMulAdd(d, r2, q, q23);
+  // 1 + (r + r^2 q): rounding 1 + r on its own first would cost up to 0.5 ulp more.
+  return hn::Add(FusedMulAdd(d, r2, q, r), hn::Set(d, 1.0f));  // in [0.70, 1.42]
+}
+
+// p * 2^n for n in [-125, 127]: an exact integer add to p's exponent field.
+template <class D>
+HWY_INLINE hn::Vec<D> ScaleByPowerOfTwo(D d, hn::Vec<D> p, hn::Vec<hn::RebindToSigned<D>> n_int) {
+  const hn::RebindToSigned<D> di;
+  return hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(n_int)));
+}
+
 // e^x with at most about 1 ulp of error, the same bits on every target. Inputs below -104 give +0 (e^-104 is below
 // half the smallest subnormal), inputs above 89 give +Inf; results in the subnormal range are rounded once. The
 // result for a NaN input is unspecified (callers that can see NaN handle it themselves).
@@ -299,36 +328,34 @@ HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
   const hn::RebindToSigned<D> di;
   const auto zero_lanes = hn::Lt(x, hn::Set(d, hd::kExpZeroBelow));
   x = hn::Min(hn::Max(x, hn::Set(d, hd::kExpZeroBelow)), hn::Set(d, 89.0f));
-  const auto shifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
-  const auto shifted = FusedMulAdd(d, x, hn::Set(d, 1.44269504088896341f), shifter);
-  const auto n = hn::Sub(shifted, shifter);  // round(x / ln2), an integer in [-150, 128]
-  const auto n_int = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, shifter));
-  auto r = FusedMulAdd(d, n, hn::Set(d, -0.693145751953125f), x);   // ln2, high part: 16 significant bits
-  r = FusedMulAdd(d, n, hn::Set(d, -1.428606765330187045e-06f), r);  // ln2 - high part
-  // 1 + r + r^2 q, q = c2 + c3 r + r^2 (c4 + c5 r + r^2 (c6 + c7 r)), c_k = 1 / k!
-  const auto r2 = hn::Mul(r, r);
-  const auto q67 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 5040.0f), hn::Set(d, 1.0f / 720.0f));
-  const auto q45 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 120.0f), hn::Set(d, 1.0f / 24.0f));
-  const auto q23 = FusedMulAdd(d, r, hn::Set(d, 1.0f / 6.0f), hn::Set(d, 0.5f));
-  auto q = FusedMulAdd(d, r2, q67, q45);
-  q = FusedMulAdd(d, r2, q, q23);
-  // 1 + (r + r^2 q): rounding 1 + r on its own first would cost up to 0.5 ulp more.
-  const auto p = hn::Add(FusedMulAdd(d, r2, q, r), hn::Set(d, 1.0f));  // in [0.70, 1.42]
+  hn::Vec<decltype(di)> n_int;
+  const auto p = ExpReduced(d, x, n_int);
   const auto beyond_normal = hn::Or(hn::Lt(n_int, hn::Set(di, -125)), hn::Gt(n_int, hn::Set(di, 127)));
   const auto two_steps = hn::AndNot(hn::RebindMask(di, zero_lanes), beyond_normal);
   hn::Vec<D> result;
   if (HWY_LIKELY(hn::AllFalse(di, two_steps))) {
-    // p * 2^n: its exponent field plus n (n clamped only for the lanes set to 0 below).
-    const auto n_normal = hn::Max(n_int, hn::Set(di, -125));
-    result = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(n_normal)));
+    // n clamped only for the lanes set to 0 below.
+    result = ScaleByPowerOfTwo(d, p, hn::Max(n_int, hn::Set(di, -125)));
   } else {
     // p * 2^(n - n/2) exactly (normal), then * 2^(n/2), n/2 and n - n/2 in [-75, 64]: one rounding.
     const auto half_n = hn::ShiftRight<1>(n_int);
     const auto rest_n = hn::Sub(n_int, half_n);
-    const auto p_scaled = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(rest_n)));
+    const auto p_scaled = ScaleByPowerOfTwo(d, p, rest_n);
     result = hn::Mul(p_scaled, hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(half_n, hn::Set(di, 127)))));
   }
   return hn::IfThenZeroElse(zero_lanes, result);
+}
+
+// Exp for x in [kExpNormalBelow, kExpNormalAbove] only, where no lane is clamped, set to 0 or scaled in two steps:
+// the same operations on such lanes, so the same bits, without the range checks (a third of Exp's cost). The
+// softmax's row loop takes it for vectors whose lanes all lie in the range.
+inline constexpr float kExpNormalBelow = -86.0f;  // n = round(x / ln2) >= -124 from here up
+inline constexpr float kExpNormalAbove = 86.0f;   // ... and n <= 124
+template <class D>
+HWY_INLINE hn::Vec<D> ExpNormalRange(D d, hn::Vec<D> x) {
+  hn::Vec<hn::RebindToSigned<D>> n_int;
+  const auto p = ExpReduced(d, x, n_int);
+  return ScaleByPowerOfTwo(d, p, n_int);
 }
 
 }  // namespace HWY_NAMESPACE

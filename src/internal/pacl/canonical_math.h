@@ -12,6 +12,8 @@ namespace pacl::canonical_testing {
 
 // out[i] = e^x[i] (pacl's Exp), for i < n.
 PACL_INTERNAL_API void ExpRow(const float* x, float* out, int64_t n);
+// The same through ExpNormalRange (x[i] in [-86, 86] only).
+PACL_INTERNAL_API void ExpNormalRangeRow(const float* x, float* out, int64_t n);
 // out[i] = a[i] * b[i] + c[i] with one rounding (FusedMulAdd), for i < n.
 PACL_INTERNAL_API void FusedMulAddRow(const float* a, const float* b, const float* c, float* out, int64_t n);
 // sum over i < n of a[i] * b[i] (each a fused multiply-add into its partial sum), in the canonical order.

@@ -341,12 +341,19 @@ HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8
   const bool row_has_nan = !hn::AllFalse(d, nan_lanes);
   const VF row_max = hn::MaxOfLanes(d, vmax);
 
-  // Pass 2: exponentials (in place, whole vectors) and their sum in the canonical order. A vector whose every
-  // lane lies below Exp's cut-off (-104, where it returns exactly 0) is 0 without evaluating the polynomial: the
-  // masked half of a causal row costs a compare instead of an exponential, and the bits are Exp's.
+  // Pass 2: exponentials (in place, whole vectors) and their sum in the canonical order. The shifted logits are
+  // <= 0. A vector whose lanes all lie in Exp's normal range (the unmasked part of a row) takes ExpNormalRange,
+  // without Exp's range checks; one whose lanes all lie below Exp's cut-off (-104, where it returns exactly 0) is 0
+  // without evaluating the polynomial (the masked half of a causal row costs a compare). The bits are Exp's either way.
+  const VF normal_below = hn::Set(d, pacl::HWY_NAMESPACE::kExpNormalBelow);
   const VF cutoff = hn::Set(d, hd::kExpZeroBelow);
   const float total = CanonicalSum(n, [&](DF dsum, VF acc, size_t first, size_t /*count: the padding adds 0*/) {
     const VF shifted = hn::Sub(hn::Load(dsum, logits + first), row_max);
+    if (HWY_LIKELY(hn::AllTrue(dsum, hn::Ge(shifted, normal_below)))) {
+      const VF e = pacl::HWY_NAMESPACE::ExpNormalRange(dsum, shifted);
+      hn::Store(e, dsum, logits + first);
+      return hn::Add(acc, e);
+    }
     if (hn::AllTrue(dsum, hn::Lt(shifted, cutoff))) {
       hn::Store(hn::Zero(dsum), dsum, logits + first);
       return acc;
