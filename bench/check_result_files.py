@@ -146,7 +146,8 @@ def check_full_run(bench, out_dir, threads):
         rows = list(reader)
     expected_columns = CASE_COLUMNS + ["run_" + key for key in CONTEXT_KEYS]
     require(columns == expected_columns, "CSV columns %s, expected %s" % (columns, expected_columns))
-    require([r["case"] for r in rows] == names, "CSV cases %s differ from JSON's %s" % ([r["case"] for r in rows], names))
+    csv_cases = [r["case"] for r in rows]
+    require(csv_cases == names, "CSV cases %s differ from JSON's %s" % (csv_cases, names))
     for row, record in zip(rows, cases):
         converted = dict(row)
         for column in NUMERIC_COLUMNS:

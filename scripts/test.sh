@@ -19,5 +19,7 @@ cmake --build "${build}"
 status=0
 ctest --test-dir "${build}" --output-on-failure -j "$(nproc)" --output-junit "${build}/ctest-junit.xml" || status=$?
 # Which tests were skipped, and why (ctest's summary names them only).
-if command -v python3 > /dev/null; then python3 "${root}/scripts/ctest_skips.py" "${build}/ctest-junit.xml" "${build}"; fi
+if command -v python3 > /dev/null; then
+  python3 "${root}/scripts/ctest_skips.py" "${build}/ctest-junit.xml" "${build}"
+fi
 exit "${status}"

@@ -6,8 +6,8 @@
 // Each iteration allocates N MiB (default 64), fills it with memset (aclrtMemset for the aclrt loop: what a program
 // does to clear a workspace or an output) and frees it. The aclrt loop runs on device 0 (ACLNN_DEVICE chooses it:
 // on a GPU it measures the CUDA pool), the C library's loop always on the host. Counters: GB/s of the fill, triad%
-// (that rate as a percentage of the single-thread STREAM triad measured at startup). After both loops ran, the speedup of aclrtMalloc's block
-// cache over aligned_alloc + memset + free is printed; a fresh mapping costs a page fault per 4 KiB, the cache none.
+// (that rate as a percentage of the single-thread STREAM triad measured at startup). After both loops ran, the
+// speedup of aclrtMalloc's block cache over aligned_alloc + memset + free is printed; a fresh mapping costs a page fault per 4 KiB, the cache none.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>

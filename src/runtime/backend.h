@@ -9,8 +9,8 @@
 // round trip per task; issue 14's kernels can keep the worker ahead with native events).
 //
 // Devices (aclrtGetDeviceCount, aclrtSetDevice), numbered once per process: ACLNN_DEVICE, else the
-// "portable_aclnn"."device" key of aclInit's configuration file, chooses. Unset or "auto": the CUDA GPUs when this build
-// the CUDA GPUs when this build has the CUDA backend and the driver reports at least one, otherwise the CPU alone;
+// "portable_aclnn"."device" key of aclInit's configuration file, chooses. Unset or "auto": the CUDA GPUs when this
+// build has the CUDA backend and the driver reports at least one, otherwise the CPU alone;
 // "cpu" forces the CPU, "cuda" the GPUs (none visible: no device, every aclrtSetDevice fails with the driver's
 // reason).
 #ifndef PACL_RUNTIME_BACKEND_H_

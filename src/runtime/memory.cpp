@@ -60,8 +60,9 @@ aclError CheckReleasableLocked(RuntimeState& state, const char* function, const 
   size_t size = 0;
   if ((state.*registry).Find(ptr, &base, &size)) {
     if (base == reinterpret_cast<uintptr_t>(ptr)) return ACL_SUCCESS;
-    return Fail(ACL_ERROR_INVALID_PARAM, function, "%s %p points inside the allocation at %p (%zu bytes), not to its start",
-                param, ptr, reinterpret_cast<void*>(base), size);
+    return Fail(ACL_ERROR_INVALID_PARAM, function,
+                "%s %p points inside the allocation at %p (%zu bytes), not to its start", param, ptr,
+                reinterpret_cast<void*>(base), size);
   }
   if ((state.*other_registry).Find(ptr, &base, &size)) {
     return Fail(ACL_ERROR_INVALID_PARAM, function, "%s %p was allocated by %s: free it with the matching function",

@@ -67,7 +67,10 @@ trap cleanup EXIT
 
 step "install into ${prefix}"
 "${cmake_cmd}" --install "${build_dir}" --prefix "${prefix}" > "${work}/install.log" ||
-  { cat "${work}/install.log"; fail "cmake --install ${build_dir} failed: is the build complete (cmake --build ${build_dir})?"; }
+  {
+    cat "${work}/install.log"
+    fail "cmake --install ${build_dir} failed: is the build complete (cmake --build ${build_dir})?"
+  }
 
 step "installed layout"
 # The header tree is exactly include/ of the source tree: CANN's paths, nothing from src/internal.
@@ -83,7 +86,8 @@ for lib in ascendcl nnopbase opapi; do
   so="${prefix}/lib/lib${lib}.so"
   [[ -L "${so}" ]] || fail "${so} is not a symlink to the versioned library"
   [[ -f "${so}.${PACL_VERSION}" ]] || fail "missing ${so}.${PACL_VERSION}"
-  [[ "$(readlink -f "${so}")" == "$(readlink -f "${so}.${PACL_VERSION}")" ]] || fail "${so} does not point at ${so}.${PACL_VERSION}"
+  [[ "$(readlink -f "${so}")" == "$(readlink -f "${so}.${PACL_VERSION}")" ]] ||
+    fail "${so} does not point at ${so}.${PACL_VERSION}"
   soname="$(readelf -d "${so}" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
   [[ "${soname}" == "lib${lib}.so.${major}" ]] || fail "SONAME of ${so} is '${soname}', expected lib${lib}.so.${major}"
   [[ -e "${prefix}/lib/${soname}" ]] || fail "missing ${prefix}/lib/${soname}"

@@ -494,8 +494,8 @@ INSTANTIATE_TEST_SUITE_P(MultiScaleDeformableAttention, MsdaSweep, testing::Valu
 // ------------------------------------------------------------------------------------------------------------
 // Layouts: each tensor (and all at once) transposed (last-dim stride != 1; for spatialShape (nl, 2) that is a
 // column-major view), padded (an offset and gaps after every dim), channels-last (dim 1 innermost) or, for value,
-// location, attnWeight and gradOutput, broadcast (a zero stride along the batch), inputs and outputs. gradOutput's rank and the
-// index dtypes rotate across the cases.
+// location, attnWeight and gradOutput, broadcast (a zero stride along the batch), inputs and outputs. gradOutput's
+// rank and the index dtypes rotate across the cases.
 
 const char* OperandName(int operand, bool forward) {
   switch (operand) {
@@ -535,7 +535,8 @@ void CheckLayouts(aclDataType dtype, bool forward) {
                                (!forward && operand == kGradOutputOrOut);
     for (Layout layout : optest::kInputLayouts) {
       if (layout == Layout::kBroadcast && !may_broadcast) continue;
-      if ((operand == kLevelStart || operand == kSpatialShape) && layout == Layout::kChannelsLast) continue;  // rank < 3
+      // rank < 3: the same as contiguous
+      if ((operand == kLevelStart || operand == kSpatialShape) && layout == Layout::kChannelsLast) continue;
       if (operand == kLevelStart && layout == Layout::kTransposed) continue;  // 1-D: the same as contiguous
       SCOPED_TRACE(std::string(OperandName(operand, forward)) + " " + optest::LayoutName(layout));
       Layouts layouts = AllLayouts(Layout::kContiguous);

@@ -86,8 +86,8 @@ std::string DeviceTensor::CopyIn(const std::vector<char>& host) {
 std::string RunCall(const opcall::OpCall& call, aclrtStream stream) {
   const aclnnStatus status = opcall::Run(call, stream);
   if (status == ACLNN_SUCCESS) return "";
-  return std::string("aclnn") + opcall::OpName(opcall::KindOf(call)) + " (phase 1, phase 2 or the synchronisation) returned " +
-         std::to_string(status) + ": " + RecentError();
+  return std::string("aclnn") + opcall::OpName(opcall::KindOf(call)) +
+         " (phase 1, phase 2 or the synchronisation) returned " + std::to_string(status) + ": " + RecentError();
 }
 
 bool ParseDType(const std::string& text, std::initializer_list<std::pair<const char*, aclDataType>> known,
