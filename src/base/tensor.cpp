@@ -382,14 +382,14 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
   desc.dtype = dataType;
   desc.format = format;
   desc.rank = static_cast<int>(viewDimsNum);
-  // Size-1 dims get the packed stride (the product of the dims after them; 0 if that overflows, which only an empty
+  // Size-1 dims get the packed stride, the one a null stride array gives (0 if those overflow, which only an empty
   // view allows): see TensorDesc.
-  int64_t packed_stride = 1;
-  for (uint64_t d = viewDimsNum; d-- > 0;) {
+  int64_t packed_strides[pacl::kMaxRank] = {};
+  const bool packed_fits = ContiguousStrides(viewDims, viewDimsNum, packed_strides);
+  for (uint64_t d = 0; d < viewDimsNum; ++d) {
     desc.shape[d] = viewDims[d];
-    desc.strides[d] = viewDims[d] == 1 ? packed_stride : stride[d];
+    desc.strides[d] = viewDims[d] == 1 ? (packed_fits ? packed_strides[d] : 0) : stride[d];
     tensor->caller_strides[d] = stride[d];
-    if (__builtin_mul_overflow(packed_stride, viewDims[d], &packed_stride)) packed_stride = 0;
   }
   desc.offset = offset;
   desc.storage_rank = static_cast<int>(storageDimsNum);

@@ -180,11 +180,11 @@ TEST(CanonicalMath, ExpNormalRangeGivesExpsBitsInItsRange) {
   for (uint32_t bits = 0; bits < 0x80000000u; bits += 97 * 16 + 3) {
     float f;
     std::memcpy(&f, &bits, sizeof f);
-    if (f > 86.0f) break;
+    if (f > pacl::hd::kExpNormalAbove) break;
     x.push_back(f);
     x.push_back(-f);
   }
-  for (float edge : {-86.0f, 86.0f, -0.34657f, 0.34657f, 1e-8f, -1e-8f}) {
+  for (float edge : {pacl::hd::kExpNormalBelow, pacl::hd::kExpNormalAbove, -0.34657f, 0.34657f, 1e-8f, -1e-8f}) {
     x.push_back(edge);
     x.push_back(std::nextafter(edge, 0.0f));
   }

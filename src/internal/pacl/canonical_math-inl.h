@@ -346,11 +346,9 @@ HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
   return hn::IfThenZeroElse(zero_lanes, result);
 }
 
-// Exp for x in [kExpNormalBelow, kExpNormalAbove] only, where no lane is clamped, set to 0 or scaled in two steps:
-// the same operations on such lanes, so the same bits, without the range checks (a third of Exp's cost). The
+// Exp for x in [hd::kExpNormalBelow, hd::kExpNormalAbove] only, where no lane is clamped, set to 0 or scaled in two
+// steps: the same operations on such lanes, so the same bits, without the range checks (a third of Exp's cost). The
 // softmax's row loop takes it for vectors whose lanes all lie in the range.
-inline constexpr float kExpNormalBelow = -86.0f;  // n = round(x / ln2) >= -124 from here up
-inline constexpr float kExpNormalAbove = 86.0f;   // ... and n <= 124
 template <class D>
 HWY_INLINE hn::Vec<D> ExpNormalRange(D d, hn::Vec<D> x) {
   hn::Vec<hn::RebindToSigned<D>> n_int;

@@ -73,6 +73,10 @@ PACL_HOST_DEVICE_INLINE float BitsToFloat(int32_t bits) {
 // CanonicalExp and pacl's vector Exp return exactly +0 for every input below this (e^-104 is below the smallest
 // fp32 subnormal's half), so a kernel may skip the evaluation for such inputs without changing a bit.
 inline constexpr float kExpZeroBelow = -104.0f;
+// On [kExpNormalBelow, kExpNormalAbove] the vector Exp neither clamps, zeroes nor scales in two steps
+// (n = round(x / ln2) lies in [-124, 124]), so its ExpNormalRange, without those checks, gives the same bits there.
+inline constexpr float kExpNormalBelow = -86.0f;
+inline constexpr float kExpNormalAbove = 86.0f;
 
 // e^x: the scalar twin of pacl's vector Exp (pacl/canonical_math-inl.h, where the method is described), operation
 // for operation, so it gives the same bits for every input that is not NaN (base_tests check that); a NaN input

@@ -345,7 +345,7 @@ HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8
   // <= 0. A vector whose lanes all lie in Exp's normal range (the unmasked part of a row) takes ExpNormalRange,
   // without Exp's range checks; one whose lanes all lie below Exp's cut-off (-104, where it returns exactly 0) is 0
   // without evaluating the polynomial (the masked half of a causal row costs a compare). The bits are Exp's either way.
-  const VF normal_below = hn::Set(d, pacl::HWY_NAMESPACE::kExpNormalBelow);
+  const VF normal_below = hn::Set(d, hd::kExpNormalBelow);
   const VF cutoff = hn::Set(d, hd::kExpZeroBelow);
   const float total = CanonicalSum(n, [&](DF dsum, VF acc, size_t first, size_t /*count: the padding adds 0*/) {
     const VF shifted = hn::Sub(hn::Load(dsum, logits + first), row_max);
