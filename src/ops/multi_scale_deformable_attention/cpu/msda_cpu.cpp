@@ -254,6 +254,73 @@ void WeightedRowSum64(const float* rows, int64_t key_stride, const int64_t* keys
   WeightedRowSumT(rows, key_stride, keys, weights, attn, points, stride, channels, out);
 }
 
+// The corners of a row that have a key, in the order the backward walks them (points ascending, then k ascending):
+// their keys, positions k * stride + i in the corner arrays and scales attn[i] * weights[k][i]. Zeroes dots for
+// every corner (those without a key keep 0). Returns how many.
+// Valid-corner lists hold up to 4 * kMaxRowPoints entries, plus one vector of slack for the stores of the fast
+// path (a compressed vector is stored whole; only its first CountTrue lanes count).
+inline constexpr int64_t kValidCornerSlots = 4 * kMaxRowPoints + kPointAlign;
+struct ValidCorners {
+  int32_t at[kValidCornerSlots];
+  float scale[kValidCornerSlots];
+};
+
+// Generic path (int64 keys): corner by corner.
+int64_t CollectValidCorners(const int64_t* keys, const float* weights, const float* attn, int64_t points,
+                            int64_t stride, int64_t* valid_keys, ValidCorners* valid, float* dots) {
+  int64_t count = 0;
+  std::fill(dots, dots + 4 * stride, 0.0f);
+  for (int64_t i = 0; i < points; ++i) {
+    for (int64_t k = 0; k < 4; ++k) {
+      const int64_t at = k * stride + i;
+      valid_keys[count] = keys[at];
+      valid->at[count] = static_cast<int32_t>(at);
+      valid->scale[count] = attn[i] * weights[at];
+      count += keys[at] >= 0 ? 1 : 0;
+    }
+  }
+  return count;
+}
+
+// Fast path (int32 keys): a vector of points at a time, its four corners interleaved into walking order and the
+// corners with a key compressed to the front (in registers: a compressing store is microcoded on some CPUs).
+int64_t CollectValidCorners(const int32_t* keys, const float* weights, const float* attn, int64_t /*points*/,
+                            int64_t stride, int32_t* valid_keys, ValidCorners* valid, float* dots) {
+  const DF df;
+  const DI di;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(df));
+  HWY_ALIGN int32_t key_order[4 * hn::MaxLanes(DI())];
+  HWY_ALIGN int32_t at_order[4 * hn::MaxLanes(DI())];
+  HWY_ALIGN float scale_order[4 * hn::MaxLanes(DF())];
+  int64_t count = 0;
+  // Padding points (count to stride) have no keys, so walking them adds nothing.
+  for (int64_t i = 0; i < stride; i += n) {
+    const auto a = hn::Load(df, attn + i);
+    const auto at0 = hn::Iota(di, static_cast<int32_t>(i));
+    const auto step = hn::Set(di, static_cast<int32_t>(stride));
+    const auto at1 = hn::Add(at0, step);
+    const auto at2 = hn::Add(at1, step);
+    const auto at3 = hn::Add(at2, step);
+    hn::StoreInterleaved4(hn::Load(di, keys + i), hn::Load(di, keys + stride + i), hn::Load(di, keys + 2 * stride + i),
+                          hn::Load(di, keys + 3 * stride + i), di, key_order);
+    hn::StoreInterleaved4(at0, at1, at2, at3, di, at_order);
+    hn::StoreInterleaved4(hn::Mul(a, hn::Load(df, weights + i)), hn::Mul(a, hn::Load(df, weights + stride + i)),
+                          hn::Mul(a, hn::Load(df, weights + 2 * stride + i)),
+                          hn::Mul(a, hn::Load(df, weights + 3 * stride + i)), df, scale_order);
+    for (int64_t k = 0; k < 4; ++k) {
+      hn::Store(hn::Zero(df), df, dots + k * stride + i);
+      const auto key = hn::Load(di, key_order + k * n);
+      const auto has_key = hn::Gt(key, hn::Set(di, -1));
+      hn::StoreU(hn::Compress(key, has_key), di, valid_keys + count);
+      hn::StoreU(hn::Compress(hn::Load(di, at_order + k * n), has_key), di, valid->at + count);
+      hn::StoreU(hn::Compress(hn::Load(df, scale_order + k * n), hn::RebindMask(df, has_key)), df,
+                 valid->scale + count);
+      count += static_cast<int64_t>(hn::CountTrue(di, has_key));
+    }
+  }
+  return count;
+}
+
 // For each corner (points ascending, then k ascending): dots[k][i] = grad . value row (in the canonical order of
 // pacl/canonical_math-inl.h), and the gradValue row of the key += attn[i] * weights[k][i] * grad. Corners with key
 // -1 get dots 0 and touch nothing. The valid corners go four at a time (CanonicalSums4: one load of grad for four
@@ -264,23 +331,9 @@ void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, in
                      const Key* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                      int64_t channels, const float* grad, float* dots) {
   using V = hn::Vec<DF>;
-  // The corners with a key, in that order (built without branches: a slot is kept only if the key is valid).
-  struct Corner {
-    int64_t key;
-    int64_t at;   // k * stride + i
-    float scale;  // attn[i] * weights[k][i]
-  };
-  Corner valid[4 * kMaxRowPoints];
-  int64_t count = 0;
-  for (int64_t i = 0; i < points; ++i) {
-    for (int64_t k = 0; k < 4; ++k) {
-      const int64_t at = k * stride + i;
-      const int64_t key = keys[at];
-      dots[at] = 0.0f;
-      valid[count] = {key, at, attn[i] * weights[at]};
-      count += key >= 0 ? 1 : 0;
-    }
-  }
+  Key valid_keys[kValidCornerSlots];
+  ValidCorners valid;
+  const int64_t count = CollectValidCorners(keys, weights, attn, points, stride, valid_keys, &valid, dots);
   // grad_row += scale * g, and acc += g . row, for channels [first, first + lanes) where g holds grad's.
   auto corner_step = [](DF d, size_t first, V g, const float* row, float* grad_row, V scale, V& acc) {
     hn::StoreU(FusedMulAdd(d, scale, g, hn::LoadU(d, grad_row + first)), d, grad_row + first);
@@ -306,17 +359,18 @@ void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, in
   int64_t c = 0;
   // corner_step stores, so it may go to CanonicalSums4 only where that calls it once per chunk for all four sums.
   for (; CanonicalSums4InOneWalk() && c + 4 <= count; c += 4) {
-    const float* row0 = rows + valid[c].key * key_stride;
-    const float* row1 = rows + valid[c + 1].key * key_stride;
-    const float* row2 = rows + valid[c + 2].key * key_stride;
-    const float* row3 = rows + valid[c + 3].key * key_stride;
-    float* grad_row0 = grad_rows + valid[c].key * grad_key_stride;
-    float* grad_row1 = grad_rows + valid[c + 1].key * grad_key_stride;
-    float* grad_row2 = grad_rows + valid[c + 2].key * grad_key_stride;
-    float* grad_row3 = grad_rows + valid[c + 3].key * grad_key_stride;
+    const int64_t key0 = valid_keys[c], key1 = valid_keys[c + 1], key2 = valid_keys[c + 2], key3 = valid_keys[c + 3];
+    const float* row0 = rows + key0 * key_stride;
+    const float* row1 = rows + key1 * key_stride;
+    const float* row2 = rows + key2 * key_stride;
+    const float* row3 = rows + key3 * key_stride;
+    float* grad_row0 = grad_rows + key0 * grad_key_stride;
+    float* grad_row1 = grad_rows + key1 * grad_key_stride;
+    float* grad_row2 = grad_rows + key2 * grad_key_stride;
+    float* grad_row3 = grad_rows + key3 * grad_key_stride;
     // (Named vectors, not arrays: SVE's vectors cannot be array elements.)
-    const V scale0 = hn::Set(d, valid[c].scale), scale1 = hn::Set(d, valid[c + 1].scale);
-    const V scale2 = hn::Set(d, valid[c + 2].scale), scale3 = hn::Set(d, valid[c + 3].scale);
+    const V scale0 = hn::Set(d, valid.scale[c]), scale1 = hn::Set(d, valid.scale[c + 1]);
+    const V scale2 = hn::Set(d, valid.scale[c + 2]), scale3 = hn::Set(d, valid.scale[c + 3]);
     float four[4];
     CanonicalSums4(
         static_cast<size_t>(channels),
@@ -335,13 +389,13 @@ void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, in
           partial_corner_step(dj, first, lanes, g, row3, grad_row3, scale3, acc3);
         },
         four);
-    for (int j = 0; j < 4; ++j) dots[valid[c + j].at] = four[j];
+    for (int j = 0; j < 4; ++j) dots[valid.at[c + j]] = four[j];
   }
   for (; c < count; ++c) {
-    const float* row = rows + valid[c].key * key_stride;
-    float* grad_row = grad_rows + valid[c].key * grad_key_stride;
-    const V scale = hn::Set(d, valid[c].scale);
-    dots[valid[c].at] = CanonicalSum(static_cast<size_t>(channels), [&](DF dj, V acc, size_t first, size_t lanes) {
+    const float* row = rows + valid_keys[c] * key_stride;
+    float* grad_row = grad_rows + valid_keys[c] * grad_key_stride;
+    const V scale = hn::Set(d, valid.scale[c]);
+    dots[valid.at[c]] = CanonicalSum(static_cast<size_t>(channels), [&](DF dj, V acc, size_t first, size_t lanes) {
       const V g = load_grad(dj, first, lanes);
       if (lanes == hn::Lanes(dj)) {
         corner_step(dj, first, g, row, grad_row, scale, acc);
