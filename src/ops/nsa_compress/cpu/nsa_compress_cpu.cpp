@@ -28,7 +28,9 @@
 // row over its covering blocks in ascending block order in registers and is rounded and written once (zeros when no
 // block covers it; non-temporal stores when large), and its weightGrad terms (outputGrad row . input row, one per
 // covering block) are added into the chunk's partial sums (heads, block_size) in the workspace, four dot products
-// at a time sharing each token's widened row. Then the chunks' partials are added in ascending chunk order into
+// at a time sharing each token's widened row; two consecutive tokens each covered by two blocks (the usual
+// blockSize = 2 * stride) go in one pass over the channels (GradPairT), each 16 channels of their input and
+// outputGrad rows loaded once for both outputs. Then the chunks' partials are added in ascending chunk order into
 // weightGrad. Input is read once from memory and inputGrad written once.
 //
 // Determinism. Both forward paths start each block's sum at zero and add its rows in ascending j, so they give the
@@ -139,6 +141,7 @@ using DF = pacl::HWY_NAMESPACE::DSum;
 using DF1 = hn::CappedTag<float, 1>;
 using pacl::HWY_NAMESPACE::CanonicalSum;
 using pacl::HWY_NAMESPACE::CanonicalSums4;
+using pacl::HWY_NAMESPACE::CanonicalSums4InOneWalk;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
 using pacl::HWY_NAMESPACE::VectorArray;
 
@@ -438,6 +441,61 @@ void GradRowT(const float* const* rows, const float* weights, int64_t count, int
   for (; i < n; ++i) GradRowGroup<kOutKind, 1>(DF1(), rows, weights, count, i, out, false);
 }
 
+// Two consecutive tokens each covered by exactly two blocks, in one pass over the channels: per 16 channels (one
+// canonical chunk) the two tokens' input rows and their blocks' outputGrad rows are loaded once and give both the
+// inputGrad rows (sums of weight * outputGrad row from zero, blocks ascending, as GradRowT; rounded and stored
+// right away) and the four weightGrad dot products (as AddTermDotsT: the canonical order, added into their sums in
+// token order, blocks ascending). Done apart, the outputGrad rows were loaded twice and the walk went over each
+// token's channels twice. Only where CanonicalSums4 walks the channels once (its step stores) and whole chunks
+// cover the row (n a multiple of 16); out is fp16 or bf16 bits with unit stride.
+struct TokenPair {
+  const void* rows[2];        // the tokens' input rows
+  const float* grads[2][2];   // [token][r]: the outputGrad rows of its covering blocks, ascending
+  float weights[2][2];        // [token][r]: their weights for the token
+  float* sums[2][2];          // [token][r]: the weightGrad partial sums the dot products go to
+  uint16_t* out[2];           // the tokens' inputGrad rows
+};
+
+// kSameBlocks: both tokens lie in the same two blocks (the grads rows are the same), so they are loaded once.
+template <int kKind, int kOutKind, bool kSameBlocks>
+void GradPairT(const TokenPair& pair, int64_t n, bool stream) {
+  using V = hn::Vec<DF>;
+  const hn::Rebind<uint16_t, DF> du16;
+  const DF d;
+  const V w00 = hn::Set(d, pair.weights[0][0]), w01 = hn::Set(d, pair.weights[0][1]);
+  const V w10 = hn::Set(d, pair.weights[1][0]), w11 = hn::Set(d, pair.weights[1][1]);
+  auto store = [&](V sum, uint16_t* dst) {
+    const auto bits = kOutKind == kHalfRow ? pacl::HWY_NAMESPACE::FloatToHalfBits(d, sum)
+                                           : pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, sum);
+    if (stream) {
+      hn::Stream(bits, du16, dst);
+    } else {
+      hn::StoreU(bits, du16, dst);
+    }
+  };
+  float dots[4];
+  CanonicalSums4(
+      static_cast<size_t>(n),
+      [&](DF dj, size_t first, size_t /*lanes: always whole*/, V& acc0, V& acc1, V& acc2, V& acc3) {
+        const V x0 = LoadLanes<kKind>(dj, pair.rows[0], static_cast<int64_t>(first));
+        const V x1 = LoadLanes<kKind>(dj, pair.rows[1], static_cast<int64_t>(first));
+        const V g00 = hn::LoadU(dj, pair.grads[0][0] + first), g01 = hn::LoadU(dj, pair.grads[0][1] + first);
+        const V g10 = kSameBlocks ? g00 : hn::LoadU(dj, pair.grads[1][0] + first);
+        const V g11 = kSameBlocks ? g01 : hn::LoadU(dj, pair.grads[1][1] + first);
+        acc0 = FusedMulAdd(dj, g00, x0, acc0);
+        acc1 = FusedMulAdd(dj, g01, x0, acc1);
+        acc2 = FusedMulAdd(dj, g10, x1, acc2);
+        acc3 = FusedMulAdd(dj, g11, x1, acc3);
+        store(FusedMulAdd(dj, w01, g01, FusedMulAdd(dj, w00, g00, hn::Zero(dj))), pair.out[0] + first);
+        store(FusedMulAdd(dj, w11, g11, FusedMulAdd(dj, w10, g10, hn::Zero(dj))), pair.out[1] + first);
+      },
+      dots);
+  *pair.sums[0][0] += dots[0];
+  *pair.sums[0][1] += dots[1];
+  *pair.sums[1][0] += dots[2];
+  *pair.sums[1][1] += dots[3];
+}
+
 // A GradWalk, its input rows of kind kKind: token by token, the inputGrad row (covering blocks ascending), then the
 // weightGrad terms, four dot products at a time (in token order, and ascending blocks within a token).
 template <int kKind>
@@ -454,17 +512,69 @@ void GradWalkT(const GradWalk& walk) {
   // Not PrefetchTokens: this walk also writes a row per token, and prefetching further lost time (8 x 4096 tokens,
   // N 4, D 128: 1.79 ms 8 tokens ahead, 1.87-1.91 ms 64 ahead).
   const int64_t prefetch_tokens = kMinPrefetchTokens;
-  for (int64_t i = 0; i < walk.tokens; ++i, row += walk.row_step) {
-    const int64_t u = walk.first_u + i;
+  // The blocks covering token u, whose quotient and phase are given.
+  auto covering_of = [&](int64_t u, int64_t u_quotient, int64_t u_phase) {
     CoveringBlocks covering;
     if (walk.blocks > 0) {
       // First block: (u - block_size) / stride + 1 when u >= block_size, else 0; last: min(u / stride, blocks - 1).
-      covering.first = u >= walk.block_size ? quotient - size_quotient + (phase >= size_phase ? 1 : 0) : 0;
-      covering.count = std::max<int64_t>(0, std::min(quotient, walk.blocks - 1) - covering.first + 1);
+      covering.first = u >= walk.block_size ? u_quotient - size_quotient + (u_phase >= size_phase ? 1 : 0) : 0;
+      covering.count = std::max<int64_t>(0, std::min(u_quotient, walk.blocks - 1) - covering.first + 1);
     }
-    if (++phase == walk.stride) {
-      phase = 0;
-      ++quotient;
+    return covering;
+  };
+  auto advance = [&walk](int64_t& u_quotient, int64_t& u_phase) {
+    if (++u_phase == walk.stride) {
+      u_phase = 0;
+      ++u_quotient;
+    }
+  };
+  auto prefetch_ahead = [&](int64_t i, const char* token_row) {
+    if (!walk.prefetch || i + prefetch_tokens >= walk.tokens) return;
+    const char* ahead = token_row + prefetch_tokens * walk.row_step;
+    for (int64_t byte = 0; byte < walk.dim * 2; byte += 64) hwy::Prefetch(ahead + byte);
+  };
+  // Pairs of tokens go to GradPairT where it applies (see there).
+  const bool pairs = CanonicalSums4InOneWalk() && walk.partial != nullptr && walk.out_rows == nullptr &&
+                     walk.dim % 16 == 0;
+  const bool pair_streams = walk.stream && reinterpret_cast<uintptr_t>(walk.out) % 32 == 0 &&
+                            (walk.out_step * 2) % 32 == 0 && hn::MaxLanes(hn::Rebind<uint16_t, DF>()) * 2 >= 16;
+  for (int64_t i = 0; i < walk.tokens; ++i, row += walk.row_step) {
+    const int64_t u = walk.first_u + i;
+    const CoveringBlocks covering = covering_of(u, quotient, phase);
+    advance(quotient, phase);
+    if (pairs && covering.count == 2 && i + 1 < walk.tokens) {
+      const CoveringBlocks next = covering_of(u + 1, quotient, phase);
+      if (next.count == 2) {
+        AddTermDotsT<kKind>(terms, pending, walk.dim);  // earlier tokens' terms first: the sums keep token order
+        pending = 0;
+        prefetch_ahead(i, row);
+        prefetch_ahead(i + 1, row + walk.row_step);
+        TokenPair pair;
+        const CoveringBlocks both[2] = {covering, next};
+        for (int t = 0; t < 2; ++t) {
+          pair.rows[t] = row + t * walk.row_step;
+          pair.out[t] = walk.out + (i + t) * walk.out_step;
+          for (int r = 0; r < 2; ++r) {
+            const int64_t k = both[t].first + r;
+            const int64_t j = u + t - k * walk.stride;
+            pair.grads[t][r] = walk.grads + (k - walk.first_k) * walk.dim;
+            pair.weights[t][r] = walk.weights[j];
+            pair.sums[t][r] = walk.partial + j;
+          }
+        }
+        const bool same_blocks = next.first == covering.first;
+        if (walk.out_kind == kHalfRow) {
+          same_blocks ? GradPairT<kKind, kHalfRow, true>(pair, walk.dim, pair_streams)
+                      : GradPairT<kKind, kHalfRow, false>(pair, walk.dim, pair_streams);
+        } else {
+          same_blocks ? GradPairT<kKind, kBFloat16Row, true>(pair, walk.dim, pair_streams)
+                      : GradPairT<kKind, kBFloat16Row, false>(pair, walk.dim, pair_streams);
+        }
+        advance(quotient, phase);
+        ++i;
+        row += walk.row_step;
+        continue;
+      }
     }
     for (int64_t r = 0; r < covering.count; ++r) {
       const int64_t k = covering.first + r;
@@ -482,10 +592,7 @@ void GradWalkT(const GradWalk& walk) {
                              walk.out + i * walk.out_step, walk.stream);
     }
     if (walk.partial == nullptr) continue;
-    if (walk.prefetch && i + prefetch_tokens < walk.tokens) {
-      const char* ahead = row + prefetch_tokens * walk.row_step;
-      for (int64_t byte = 0; byte < walk.dim * 2; byte += 64) hwy::Prefetch(ahead + byte);
-    }
+    prefetch_ahead(i, row);
     for (int64_t r = 0; r < covering.count; ++r) {
       const int64_t k = covering.first + r;
       terms[pending++] = DotTerm{walk.grads + (k - walk.first_k) * walk.dim, row, walk.partial + (u - k * walk.stride)};
