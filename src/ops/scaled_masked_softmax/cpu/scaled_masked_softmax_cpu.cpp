@@ -242,9 +242,19 @@ HWY_INLINE void StorePartial(DF d, VF v, float* p, size_t count) { StorePartial(
 
 // Lanes whose mask byte is nonzero.
 HWY_INLINE MF MaskedLanes(DF d, const uint8_t* bytes) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // AVX-512 masks are one bit per lane whatever the lane size: the 16 bytes' nonzero test is the float mask itself
+  // (one byte-wide test instead of widening the bytes to 32-bit lanes and comparing those; Highway 1.0.3 has no
+  // mask conversion between lane sizes).
+  static_assert(hn::MaxLanes(DF()) == 16, "one mask byte per float lane of a 512-bit vector");
+  const __m128i lanes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  (void)d;
+  return MF{_mm_test_epi8_mask(lanes, lanes)};
+#else
   const hn::Rebind<uint8_t, DF> d8;
   const hn::RebindToUnsigned<DF> du;
   return hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(d8, bytes)), hn::Zero(du)));
+#endif
 }
 HWY_INLINE MF MaskedLanesPartial(DF d, const uint8_t* bytes, size_t count) {
   uint8_t lanes[hn::MaxLanes(DF())] = {};
