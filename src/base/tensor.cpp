@@ -382,13 +382,14 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
   desc.dtype = dataType;
   desc.format = format;
   desc.rank = static_cast<int>(viewDimsNum);
-  // Size-1 dims get the packed stride, the one a null stride array gives (0 if those overflow, which only an empty
-  // view allows): see TensorDesc.
+  // Size-1 dims, and every dim of an empty view, get the packed stride, the one a null stride array gives (0 if
+  // those overflow, which only an empty view allows): see TensorDesc.
   int64_t packed_strides[pacl::kMaxRank] = {};
   const bool packed_fits = ContiguousStrides(viewDims, viewDimsNum, packed_strides);
   for (uint64_t d = 0; d < viewDimsNum; ++d) {
     desc.shape[d] = viewDims[d];
-    desc.strides[d] = viewDims[d] == 1 ? (packed_fits ? packed_strides[d] : 0) : stride[d];
+    const bool addresses_nothing = viewDims[d] == 1 || view_elements == 0;
+    desc.strides[d] = addresses_nothing ? (packed_fits ? packed_strides[d] : 0) : stride[d];
     tensor->caller_strides[d] = stride[d];
   }
   desc.offset = offset;

@@ -7,7 +7,8 @@
 // the null data of a tensor without elements) although it never dereferenced the result. Under the GCC build these
 // tests therefore check the results only; the fuzz run (clang) replays the inputs under UBSan.
 // The fourth was a signed overflow (a size-1 dim's huge stride turned into a byte step), which both compilers'
-// UBSan report.
+// UBSan report; the fifth a pointer overflow (an empty view's huge strides turned into row addresses), which clang's
+// reports.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -59,6 +60,39 @@ TEST(FuzzRegression, MsdaForwardValueWithoutKeysAndNullData) {
   DeviceTensor attn_weight({1, 8, 2, 3, 1}, ACL_FLOAT, Layout::kContiguous,
                            optest::RandomValues(rng, 48, 0.0, 1.0, ACL_FLOAT));
   DeviceTensor output = DeviceTensor::Output({1, 8, 32}, ACL_FLOAT, Layout::kContiguous);
+
+  ASSERT_EQ(opcall::Run(opcall::MultiScaleDeformableAttnFunction{value, spatial_shape.get(), level_start.get(),
+                                                                  location.get(), attn_weight.get(), output.get()},
+                        stream.get()),
+            ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  optest::ExpectAllZero("output", output.Read());
+  optest::ExpectGuardsIntact({&output});
+  aclDestroyTensor(value);
+}
+
+// fuzz/corpus/fuzz_msda/regress-msda-forward-empty-value-huge-strides: aclnnMultiScaleDeformableAttnFunction with a
+// value of 0 keys (dims [2, 0, 2, 16], FLOAT, strides [4990906807096201311, 4294967297, 235, 1], storage [0], data
+// not null) read in place: an empty view may have any strides, and the kernel formed each (image, head) row address
+// from them (a pointer overflow). aclCreateTensor now gives an empty view's dims packed strides in the description
+// the kernels see. No key is in range, so every output element is 0.
+TEST(FuzzRegression, MsdaForwardEmptyValueWithHugeStrides) {
+  optest::TestStream stream;
+  DeviceTensor storage({1}, ACL_FLOAT, Layout::kContiguous, {0.0});
+  const int64_t value_dims[] = {2, 0, 2, 16};
+  const int64_t value_strides[] = {4990906807096201311, 4294967297, 235, 1};
+  const int64_t value_storage[] = {0};
+  aclTensor* value =
+      aclCreateTensor(value_dims, 4, ACL_FLOAT, value_strides, 0, ACL_FORMAT_ND, value_storage, 1, storage.data());
+  ASSERT_NE(value, nullptr) << optest::RecentErrorMessage();
+  DeviceTensor spatial_shape({3, 2}, ACL_INT64, Layout::kContiguous, {2, 3, 1, 4, 3, 1});
+  DeviceTensor level_start({3}, ACL_INT64, Layout::kContiguous, {0, 6, 10});
+  std::mt19937_64 rng(0x5f50c50);
+  DeviceTensor location({2, 5, 2, 3, 1, 2}, ACL_FLOAT, Layout::kContiguous,
+                        optest::RandomValues(rng, 120, -0.1, 1.1, ACL_FLOAT));
+  DeviceTensor attn_weight({2, 5, 2, 3, 1}, ACL_FLOAT, Layout::kContiguous,
+                           optest::RandomValues(rng, 60, 0.0, 1.0, ACL_FLOAT));
+  DeviceTensor output = DeviceTensor::Output({2, 5, 32}, ACL_FLOAT, Layout::kContiguous);
 
   ASSERT_EQ(opcall::Run(opcall::MultiScaleDeformableAttnFunction{value, spatial_shape.get(), level_start.get(),
                                                                   location.get(), attn_weight.get(), output.get()},

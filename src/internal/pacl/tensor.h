@@ -17,10 +17,11 @@ inline constexpr int kMaxRank = 8;
 // A view over storage: element (i0, ..., ik) lives at element index offset + sum(i_d * strides[d]) of the storage that
 // begins at data. Strides and offset are in elements; aclCreateTensor has checked that they are not negative and that
 // every element of the view lies inside the storage shape (internal code built on TensorDesc, such as the broadcast and
-// overlap helpers, still handles negative strides correctly). aclCreateTensor also gives every dim of size 1 the stride
-// a packed view would have: the caller's value addresses nothing and may be any int64, so a kernel turning it into a
-// byte step would overflow (aclGetViewStrides still returns the caller's value). Trivially copyable, so an executor can
-// keep a copy after the caller destroys its aclTensor.
+// overlap helpers, still handles negative strides correctly). aclCreateTensor also gives every dim of size 1, and
+// every dim of an empty view, the stride a packed view would have: the caller's value addresses nothing and may be
+// any int64, so a kernel turning it into a byte step or a row address would overflow (aclGetViewStrides still
+// returns the caller's value). Trivially copyable, so an executor can keep a copy after the caller destroys its
+// aclTensor.
 struct TensorDesc {
   aclDataType dtype = ACL_DT_UNDEFINED;
   aclFormat format = ACL_FORMAT_UNDEFINED;
