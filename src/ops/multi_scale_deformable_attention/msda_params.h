@@ -54,6 +54,8 @@ struct WorkspacePlan {
   int64_t value_copy = -1;       // value in fp32 (forward: unless value is FLOAT with unit channel stride)
   int64_t grad_value_sums = -1;  // backward: the gradValue sums
   bool grad_value_in_place = false;  // backward: gradValue (FLOAT, unit channel stride) is the accumulator itself
+  // Forward with few corner reads per value row: value_copy is filled row by row, when a corner first touches it.
+  bool rows_on_first_touch = false;
   uint64_t bytes = 0;
 };
 

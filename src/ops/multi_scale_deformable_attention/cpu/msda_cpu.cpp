@@ -31,8 +31,10 @@
 // caller's layout would lie nh * c floats apart and crowd into a fraction of the cache sets. The sums are converted
 // once at the end (fp16/bf16 rounded once). With few queries, FLOAT tensors with unit channel stride are used in
 // place instead (the passes over whole planes would cost more than the corners: see PlanBackwardWorkspace); the
-// sums then accumulate in gradValue itself, in the same order. location, attnWeight, gradOutput and the small
-// outputs are read and written through their strides in any float dtype.
+// sums then accumulate in gradValue itself, in the same order. The forward with few queries and a value that cannot
+// be read in place (FLOAT16/BFLOAT16, strided channels) converts only the rows its corners reach, when a corner of
+// the task first touches one (rows_on_first_touch; a byte per key marks it). location, attnWeight, gradOutput and
+// the small outputs are read and written through their strides in any float dtype.
 //
 // Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
 // writing its own output rows; a row sums its corners in a fixed order: corner k of each point (points ascending)
@@ -700,6 +702,36 @@ RowTable<T> WorkspaceRows(char* aligned_workspace, int64_t byte_offset, const Ms
           s.keys * s.channels};
 }
 
+// With rows_on_first_touch (forward, few corner reads per value row): which keys of one (image, head) plane a task
+// has touched, so that the value rows are converted when a corner first reaches them instead of by a pass over all
+// of value. A byte per key.
+class TouchedKeys {
+ public:
+  TouchedKeys(bool enabled, int64_t keys) : marks_(enabled ? static_cast<size_t>(keys) : 0) {}
+  bool enabled() const { return !marks_.empty(); }
+  void Clear() { std::fill(marks_.begin(), marks_.end(), uint8_t{0}); }
+  // Marks the keys of a row's corners; fill(key) for each one not touched before.
+  template <class Fill>
+  void Touch(const RowPoints& row, bool fast, Fill&& fill) {
+    for (int64_t at = 0; at < 4 * row.stride; ++at) {
+      const int64_t key = fast ? row.keys32[at] : row.keys[at];
+      if (key < 0 || marks_[static_cast<size_t>(key)] != 0) continue;
+      marks_[static_cast<size_t>(key)] = 1;
+      fill(key);
+    }
+  }
+
+ private:
+  std::vector<uint8_t> marks_;
+};
+
+// Row (b, key, h) of value converted into the workspace array.
+void ConvertValueRow(const TensorDesc& value, const MsdaShape& s, const RowTable<float>& copy, int64_t b, int64_t key,
+                     int64_t h) {
+  LoadAsFloat(value.dtype, value.ElementAt(ElementOf(value, b, key, h)), value.strides[3], copy.Row(b, key, h),
+              s.channels);
+}
+
 // value as fp32 rows: in place, or converted into the workspace copy (in parallel over (image, key)).
 RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, char* workspace, int64_t copy_offset) {
   if (copy_offset < 0) return InPlaceRows<const float>(value);
@@ -708,10 +740,7 @@ RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, cha
     for (int64_t bk = begin; bk < end; ++bk) {
       const int64_t b = bk / s.keys;
       const int64_t key = bk % s.keys;
-      for (int64_t h = 0; h < s.heads; ++h) {
-        LoadAsFloat(value.dtype, value.ElementAt(ElementOf(value, b, key, h)), value.strides[3], copy.Row(b, key, h),
-                    s.channels);
-      }
+      for (int64_t h = 0; h < s.heads; ++h) ConvertValueRow(value, s, copy, b, key, h);
     }
   });
   return {copy.base, copy.batch_stride, copy.key_stride, copy.head_stride};
@@ -736,27 +765,40 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   if (s.batch == 0 || s.queries == 0) return ACLNN_SUCCESS;
   char* aligned = AlignedWorkspace(workspace);
   const Sampler sampler = MakeSampler(s, params.in);
-  const RowTable<const float> value = ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
+  // With rows_on_first_touch the value rows are converted as corners reach them (TouchedKeys), so a task is a
+  // whole (image, head) plane: no two tasks fill the same rows.
+  const bool on_first_touch = params.workspace.rows_on_first_touch;
+  const RowTable<float> value_plane =
+      on_first_touch ? WorkspaceRows<float>(aligned, params.workspace.value_copy, s) : RowTable<float>{};
+  const RowTable<const float> value =
+      on_first_touch ? RowTable<const float>{value_plane.base, value_plane.batch_stride, value_plane.key_stride,
+                                             value_plane.head_stride}
+                     : ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
   const HeadRows& out = params.output;
   const bool out_in_place = out.desc.dtype == ACL_FLOAT && out.channel_stride == 1;
 
   // Tasks are runs of kQueriesPerTask queries of one (image, head): neighbouring queries sample neighbouring rows
   // of that head's plane, which stay in cache.
-  const int64_t runs_per_head = (s.queries + kQueriesPerTask - 1) / kQueriesPerTask;
+  const int64_t runs_per_head = on_first_touch ? 1 : (s.queries + kQueriesPerTask - 1) / kQueriesPerTask;
+  const int64_t queries_per_task = on_first_touch ? s.queries : kQueriesPerTask;
   ParallelFor(s.batch * s.heads * runs_per_head, 1, [&](int64_t begin, int64_t end) {
     const auto row = std::make_unique<RowPoints>(s.levels * s.points);
     alignas(64) float out_row[kMaxChannels];
+    TouchedKeys touched(on_first_touch, s.keys);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / (s.heads * runs_per_head);
       const int64_t h = task / runs_per_head % s.heads;
-      const int64_t first_query = task % runs_per_head * kQueriesPerTask;
-      const int64_t last_query = std::min(first_query + kQueriesPerTask, s.queries);
+      const int64_t first_query = task % runs_per_head * queries_per_task;
+      const int64_t last_query = std::min(first_query + queries_per_task, s.queries);
+      auto fill = [&](int64_t key) { ConvertValueRow(params.in.value, s, value_plane, b, key, h); };
+      touched.Clear();
       for (int64_t q = first_query; q < last_query; ++q) {
         if (q + kPrefetchQueries < last_query) {
           PrefetchRowPoints(params.in.location, s, b, q + kPrefetchQueries, h);
           PrefetchRowPoints(params.in.attn_weight, s, b, q + kPrefetchQueries, h);
         }
         SampleRow(sampler, b, q, h, row.get());
+        if (touched.enabled()) touched.Touch(*row, sampler.fast, fill);
         char* dst = HeadRowAddress(out, b, q, h);
         float* sums = out_in_place ? reinterpret_cast<float*>(dst) : out_row;
         if (sampler.fast) {

@@ -52,6 +52,11 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
       (NeedsFloatCopy(params.in.value) || ManyCornerReads(s) || !value_apart)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
+  // A copy taken with few corner reads (not FLOAT, or strided channels) is filled row by row as corners first
+  // reach it, rather than by a pass over all of value (measured on the Deformable-DETR decoder, FLOAT16/BFLOAT16:
+  // 2.1-2.9 -> 1.8-2.0 ms). Not in the backward: there the rows it reaches missed the cache one by one where the passes
+  // over whole arrays stream (7.1 -> 7.6-7.8 ms on the same decoder, for value and for the gradValue sums alike).
+  plan.rows_on_first_touch = plan.value_copy >= 0 && !ManyCornerReads(s) && value_apart;
   plan.bytes = layout.TotalBytes();
   return plan;
 }
