@@ -684,6 +684,7 @@ struct RowTable {
   T* Row(int64_t b, int64_t key, int64_t h) const {
     return base + b * batch_stride + key * key_stride + h * head_stride;
   }
+  RowTable<const T> AsConst() const { return {base, batch_stride, key_stride, head_stride}; }
 };
 
 // The caller's FLOAT tensor (bs, nk, nh, c) with unit channel stride, in place. A value without elements (nk = 0)
@@ -743,7 +744,7 @@ RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, cha
       for (int64_t h = 0; h < s.heads; ++h) ConvertValueRow(value, s, copy, b, key, h);
     }
   });
-  return {copy.base, copy.batch_stride, copy.key_stride, copy.head_stride};
+  return copy.AsConst();
 }
 
 // Address of row (b, q, h) of output / gradOutput.
@@ -770,10 +771,9 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   const bool on_first_touch = params.workspace.rows_on_first_touch;
   const RowTable<float> value_plane =
       on_first_touch ? WorkspaceRows<float>(aligned, params.workspace.value_copy, s) : RowTable<float>{};
-  const RowTable<const float> value =
-      on_first_touch ? RowTable<const float>{value_plane.base, value_plane.batch_stride, value_plane.key_stride,
-                                             value_plane.head_stride}
-                     : ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
+  const RowTable<const float> value = on_first_touch
+                                           ? value_plane.AsConst()
+                                           : ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
   const HeadRows& out = params.output;
   const bool out_in_place = out.desc.dtype == ACL_FLOAT && out.channel_stride == 1;
 

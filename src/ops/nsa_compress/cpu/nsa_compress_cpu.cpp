@@ -352,44 +352,39 @@ void AddTermDotsT(const DotTerm* terms, int64_t count, int64_t n) {
   }
 }
 
-// dst[i] = acc[i] rounded to nearest even, as fp16 (kind kHalfRow) or bf16 bits, for i < n.
+// Whether whole vectors may go out with non-temporal stores (when asked for and dst is vector-aligned: a large
+// output is written once and not read again here, so its lines need not be fetched first; the caller flushes the
+// stores). Only where a vector of the narrowed lanes fills a whole 128-bit register or more (AVX2 and up): on SSE4
+// it is 64 bits, and Highway 1.0.3's Stream of a 64-bit vector writes 16 bytes with an instruction that needs
+// 16-byte alignment (it crashed on an 8-byte-aligned row: NsaCompressLarge.StreamedInputGradMatchesReference,
+// pinned to SSE4).
+constexpr bool kCanStreamNarrowed = hn::MaxLanes(hn::Rebind<uint16_t, DF>()) * sizeof(uint16_t) >= 16;
+
+// v rounded to nearest even, as fp16 (kind kHalfRow) or bf16 bits, stored at dst (non-temporal when stream).
 template <int kKind, class D>
-void StoreLanes(D d, const float* acc, int64_t i, uint16_t* dst) {
-  const auto v = hn::LoadU(d, acc + i);
+HWY_INLINE void StoreNarrowed(D d, hn::Vec<D> v, uint16_t* dst, bool stream) {
   const hn::Rebind<uint16_t, D> du16;
-  if constexpr (kKind == kHalfRow) {
-    hn::StoreU(pacl::HWY_NAMESPACE::FloatToHalfBits(d, v), du16, dst + i);
+  const auto bits = kKind == kHalfRow ? pacl::HWY_NAMESPACE::FloatToHalfBits(d, v)
+                                      : pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, v);
+  if (stream) {
+    hn::Stream(bits, du16, dst);
   } else {
-    hn::StoreU(pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, v), du16, dst + i);
+    hn::StoreU(bits, du16, dst);
   }
 }
 
-// With stream, whole vectors go out with non-temporal stores when dst is vector-aligned: a large output is written
-// once and not read again here, so its lines need not be fetched first (the caller flushes the stores). Only where
-// a vector of the narrowed lanes fills a whole 128-bit register or more (AVX2 and up): on SSE4 it is 64 bits, and
-// Highway 1.0.3's Stream of a 64-bit vector writes 16 bytes with an instruction that needs 16-byte alignment (it
-// crashed on an 8-byte-aligned row: NsaCompressLarge.StreamedInputGradMatchesReference, pinned to SSE4).
+// dst[i] = acc[i] rounded as StoreNarrowed does, for i < n, whole vectors streamed when stream (see
+// kCanStreamNarrowed).
 template <int kKind>
 void NarrowRowT(const float* acc, int64_t n, uint16_t* dst, bool stream) {
   const DF d;
   const DF1 d1;
-  const hn::Rebind<uint16_t, DF> du16;
-  constexpr bool kCanStream = hn::MaxLanes(hn::Rebind<uint16_t, DF>()) * sizeof(uint16_t) >= 16;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const bool aligned = reinterpret_cast<uintptr_t>(dst) % (static_cast<uintptr_t>(lanes) * sizeof(uint16_t)) == 0;
+  const bool streams = kCanStreamNarrowed && stream && aligned;
   int64_t i = 0;
-  if (kCanStream && stream && aligned) {
-    for (; i + lanes <= n; i += lanes) {
-      const auto v = hn::LoadU(d, acc + i);
-      if constexpr (kKind == kHalfRow) {
-        hn::Stream(pacl::HWY_NAMESPACE::FloatToHalfBits(d, v), du16, dst + i);
-      } else {
-        hn::Stream(pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, v), du16, dst + i);
-      }
-    }
-  }
-  for (; i + lanes <= n; i += lanes) StoreLanes<kKind>(d, acc, i, dst);
-  for (; i < n; ++i) StoreLanes<kKind>(d1, acc, i, dst);
+  for (; i + lanes <= n; i += lanes) StoreNarrowed<kKind>(d, hn::LoadU(d, acc + i), dst + i, streams);
+  for (; i < n; ++i) StoreNarrowed<kKind>(d1, hn::LoadU(d1, acc + i), dst + i, false);
 }
 
 void NarrowRow(int kind, const float* acc, int64_t n, uint16_t* dst, bool stream) {
@@ -404,7 +399,6 @@ template <int kOutKind, int kVectors, class D>
 void GradRowGroup(D d, const float* const* rows, const float* weights, int64_t count, int64_t first, void* out,
                   bool stream) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const hn::Rebind<uint16_t, D> du16;
   VectorArray<D, kVectors> sums;
   for (int v = 0; v < kVectors; ++v) sums.Set(d, v, hn::Zero(d));
   for (int64_t r = 0; r < count; ++r) {
@@ -417,13 +411,7 @@ void GradRowGroup(D d, const float* const* rows, const float* weights, int64_t c
     if constexpr (kOutKind == kFloatRow) {
       hn::StoreU(sums.Get(d, v), d, static_cast<float*>(out) + i);
     } else {
-      const auto bits = kOutKind == kHalfRow ? pacl::HWY_NAMESPACE::FloatToHalfBits(d, sums.Get(d, v))
-                                             : pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, sums.Get(d, v));
-      if (stream) {
-        hn::Stream(bits, du16, static_cast<uint16_t*>(out) + i);
-      } else {
-        hn::StoreU(bits, du16, static_cast<uint16_t*>(out) + i);
-      }
+      StoreNarrowed<kOutKind>(d, sums.Get(d, v), static_cast<uint16_t*>(out) + i, stream);
     }
   }
 }
@@ -431,10 +419,9 @@ void GradRowGroup(D d, const float* const* rows, const float* weights, int64_t c
 template <int kOutKind>
 void GradRowT(const float* const* rows, const float* weights, int64_t count, int64_t n, void* out, bool stream) {
   const DF d;
-  constexpr bool kCanStream = hn::MaxLanes(hn::Rebind<uint16_t, DF>()) * sizeof(uint16_t) >= 16;  // see NarrowRow
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const bool aligned = reinterpret_cast<uintptr_t>(out) % (static_cast<uintptr_t>(lanes) * sizeof(uint16_t)) == 0;
-  const bool streams = kOutKind != kFloatRow && kCanStream && stream && aligned;
+  const bool streams = kOutKind != kFloatRow && kCanStreamNarrowed && stream && aligned;
   int64_t i = 0;
   for (; i + 4 * lanes <= n; i += 4 * lanes) GradRowGroup<kOutKind, 4>(d, rows, weights, count, i, out, streams);
   for (; i + lanes <= n; i += lanes) GradRowGroup<kOutKind, 1>(d, rows, weights, count, i, out, streams);
@@ -460,19 +447,9 @@ struct TokenPair {
 template <int kKind, int kOutKind, bool kSameBlocks>
 void GradPairT(const TokenPair& pair, int64_t n, bool stream) {
   using V = hn::Vec<DF>;
-  const hn::Rebind<uint16_t, DF> du16;
   const DF d;
   const V w00 = hn::Set(d, pair.weights[0][0]), w01 = hn::Set(d, pair.weights[0][1]);
   const V w10 = hn::Set(d, pair.weights[1][0]), w11 = hn::Set(d, pair.weights[1][1]);
-  auto store = [&](V sum, uint16_t* dst) {
-    const auto bits = kOutKind == kHalfRow ? pacl::HWY_NAMESPACE::FloatToHalfBits(d, sum)
-                                           : pacl::HWY_NAMESPACE::FloatToBFloat16Bits(d, sum);
-    if (stream) {
-      hn::Stream(bits, du16, dst);
-    } else {
-      hn::StoreU(bits, du16, dst);
-    }
-  };
   float dots[4];
   CanonicalSums4(
       static_cast<size_t>(n),
@@ -486,8 +463,10 @@ void GradPairT(const TokenPair& pair, int64_t n, bool stream) {
         acc1 = FusedMulAdd(dj, g01, x0, acc1);
         acc2 = FusedMulAdd(dj, g10, x1, acc2);
         acc3 = FusedMulAdd(dj, g11, x1, acc3);
-        store(FusedMulAdd(dj, w01, g01, FusedMulAdd(dj, w00, g00, hn::Zero(dj))), pair.out[0] + first);
-        store(FusedMulAdd(dj, w11, g11, FusedMulAdd(dj, w10, g10, hn::Zero(dj))), pair.out[1] + first);
+        StoreNarrowed<kOutKind>(dj, FusedMulAdd(dj, w01, g01, FusedMulAdd(dj, w00, g00, hn::Zero(dj))),
+                                pair.out[0] + first, stream);
+        StoreNarrowed<kOutKind>(dj, FusedMulAdd(dj, w11, g11, FusedMulAdd(dj, w10, g10, hn::Zero(dj))),
+                                pair.out[1] + first, stream);
       },
       dots);
   *pair.sums[0][0] += dots[0];
@@ -536,8 +515,8 @@ void GradWalkT(const GradWalk& walk) {
   // Pairs of tokens go to GradPairT where it applies (see there).
   const bool pairs = CanonicalSums4InOneWalk() && walk.partial != nullptr && walk.out_rows == nullptr &&
                      walk.dim % 16 == 0;
-  const bool pair_streams = walk.stream && reinterpret_cast<uintptr_t>(walk.out) % 32 == 0 &&
-                            (walk.out_step * 2) % 32 == 0 && hn::MaxLanes(hn::Rebind<uint16_t, DF>()) * 2 >= 16;
+  const bool pair_streams = kCanStreamNarrowed && walk.stream && reinterpret_cast<uintptr_t>(walk.out) % 32 == 0 &&
+                            (walk.out_step * 2) % 32 == 0;
   for (int64_t i = 0; i < walk.tokens; ++i, row += walk.row_step) {
     const int64_t u = walk.first_u + i;
     const CoveringBlocks covering = covering_of(u, quotient, phase);
