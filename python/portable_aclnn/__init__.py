@@ -28,14 +28,8 @@ def _needs_autograd(*arrays):
     calls skip torch.autograd.Function (its bookkeeping costs more than the operator on small tensors)."""
     for array in arrays:
         if is_torch(array) and array.requires_grad:
-            return _torch().is_grad_enabled()
+            return _torch_module.is_grad_enabled()  # a torch tensor: torch imported
     return False
-
-
-def _torch():
-    import torch
-
-    return torch
 
 
 def scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):

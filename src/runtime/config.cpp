@@ -53,12 +53,8 @@ class JsonReader {
     if (c == '[') return Array(depth);
     if (c == '"') return String(nullptr);
     if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) return Number();
-    for (const char* word : {"true", "false", "null"}) {
-      const std::string literal(word);
-      if (text_.compare(at_, literal.size(), literal) == 0) {
-        at_ += literal.size();
-        return true;
-      }
+    for (const char* literal : {"true", "false", "null"}) {
+      if (Consume(literal)) return true;
     }
     return Fail(StrFormat("unexpected character '%c', expected a value", c));
   }
@@ -94,14 +90,19 @@ class JsonReader {
 
   bool Strict() {
     for (const bool value : {true, false}) {
-      const std::string literal = value ? "true" : "false";
-      if (text_.compare(at_, literal.size(), literal) == 0) {
-        at_ += literal.size();
+      if (Consume(value ? "true" : "false")) {
         config_->strict = value ? 1 : 0;
         return true;
       }
     }
     return Attribute("\"portable_aclnn\".\"strict\" must be true or false");
+  }
+
+  // Steps over `literal` if the text continues with it.
+  bool Consume(const std::string& literal) {
+    if (text_.compare(at_, literal.size(), literal) != 0) return false;
+    at_ += literal.size();
+    return true;
   }
 
   // An object (at '{'): for each member, its key is read and member(key) reads the value.

@@ -277,7 +277,11 @@ Access::~Access() {
   }
 }
 
-std::string CallStack(int skip_frames) {
+namespace {
+
+// The call stack here, one frame a line, less skip_frames callers' frames. Never inlined: it counts itself as one
+// frame.
+[[gnu::noinline]] std::string CallStack(int skip_frames) {
   Stack stack;
   Capture(&stack);
   const int skip = std::min(skip_frames + 1, stack.count);  // and CallStack itself
@@ -286,6 +290,8 @@ std::string CallStack(int skip_frames) {
   std::memcpy(rest.frames, stack.frames + skip, sizeof(void*) * static_cast<size_t>(rest.count));
   return Symbolized(rest);
 }
+
+}  // namespace
 
 void Report(const std::string& what, const void* address) {
   std::string text = "ACLNN_STRICT: " + what + "\n";

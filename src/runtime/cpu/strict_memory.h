@@ -69,9 +69,6 @@ class Access {
 // address (if any), then the caller's stack.
 void Report(const std::string& what, const void* address);
 
-// The call stack here, one frame a line (for reports and messages).
-std::string CallStack(int skip_frames);
-
 }  // namespace pacl::rt::strict
 
 #endif  // PACL_RUNTIME_CPU_STRICT_MEMORY_H_
