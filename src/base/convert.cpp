@@ -17,6 +17,7 @@
 #define HWY_TARGET_INCLUDE "convert-inl.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep (compiles convert-inl.h once per target)
 #include "hwy/highway.h"
+#include "hwy/cache_control.h"
 #include "hwy/targets.h"
 
 // The static (baseline) target's copy; must come after hwy/highway.h.
@@ -28,6 +29,9 @@ HWY_EXPORT(HalfRowToFloat);
 HWY_EXPORT(BFloat16RowToFloat);
 HWY_EXPORT(FloatRowToHalf);
 HWY_EXPORT(FloatRowToBFloat16);
+HWY_EXPORT(FloatRowToHalfStreamed);
+HWY_EXPORT(FloatRowToBFloat16Streamed);
+HWY_EXPORT(FloatRowStreamed);
 HWY_EXPORT(CompiledTarget);
 
 namespace {
@@ -131,6 +135,26 @@ void StoreFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t d
       return;
   }
 }
+
+void StreamFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t n) {
+  if (n <= 0) return;
+  const size_t count = static_cast<size_t>(n);
+  switch (dst_type) {
+    case ACL_FLOAT:
+      HWY_DYNAMIC_DISPATCH(FloatRowStreamed)(src, static_cast<float*>(dst), count);
+      return;
+    case ACL_FLOAT16:
+      HWY_DYNAMIC_DISPATCH(FloatRowToHalfStreamed)(src, static_cast<uint16_t*>(dst), count);
+      return;
+    case ACL_BF16:
+      HWY_DYNAMIC_DISPATCH(FloatRowToBFloat16Streamed)(src, static_cast<uint16_t*>(dst), count);
+      return;
+    default:
+      return;  // as StoreFromFloat: an unsupported type writes nothing
+  }
+}
+
+void FinishStreamedStores() { hwy::FlushStream(); }
 
 const char* SimdTargetName() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
 

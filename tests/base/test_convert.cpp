@@ -476,6 +476,55 @@ TEST(StoreFromFloatTest, StridesAndLengthsWithGuards) {
   });
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// StreamFromFloat: the values StoreFromFloat gives, at every alignment of the destination (the head before the first
+// vector boundary, the streamed vectors and the tail), nothing written outside the row.
+
+template <class Storage>
+void CheckStreamedRow(Format f, size_t misalignment, const std::vector<float>& input) {
+  constexpr size_t kGuard = 40;  // elements; the row starts at kGuard + misalignment of a 64-byte-aligned buffer
+  const Storage sentinel = static_cast<Storage>(0xA5A5A5A5u);
+  std::vector<Storage> storage(input.size() + 2 * kGuard + 64 / sizeof(Storage), sentinel);
+  Storage* aligned = storage.data();
+  while (reinterpret_cast<uintptr_t>(aligned) % 64 != 0) ++aligned;
+  const size_t first = static_cast<size_t>(aligned - storage.data()) + kGuard + misalignment;
+  pacl::StreamFromFloat(input.data(), DataType(f), storage.data() + first, static_cast<int64_t>(input.size()));
+  pacl::FinishStreamedStores();
+  Mismatches mismatches;
+  for (size_t i = 0; i < input.size(); ++i) {
+    const uint32_t got = storage[first + i];
+    if (std::isnan(input[i]) || got != Encode(f, input[i])) CheckStored(f, input[i], got, &mismatches);
+  }
+  for (size_t at = 0; at < storage.size(); ++at) {
+    if ((at < first || at >= first + input.size()) && storage[at] != sentinel) {
+      mismatches.Add("element " + std::to_string(at) + " outside the row changed");
+    }
+  }
+  ASSERT_EQ(mismatches.count(), 0) << mismatches.Report();
+}
+
+TEST(StreamFromFloatTest, EveryAlignmentAndLengthOnEveryTarget) {
+  std::vector<float> input = RandomFloats(4099, 123);
+  const std::vector<float> special = SpecialFloats();
+  std::copy(special.begin(), special.end(), input.begin() + 5);
+  ForEachTarget([&] {
+    for (Format f : kAllFormats) {
+      for (size_t misalignment = 0; misalignment < 33; ++misalignment) {
+        for (int64_t n : kLengths) {
+          SCOPED_TRACE(std::string(Name(f)) + " misalignment " + std::to_string(misalignment) + " n " +
+                       std::to_string(n));
+          const std::vector<float> row(input.begin(), input.begin() + n);  // exactly n (ASan sees any overread)
+          if (f == Format::kFloat) {
+            CheckStreamedRow<uint32_t>(f, misalignment, row);
+          } else {
+            CheckStreamedRow<uint16_t>(f, misalignment, row);
+          }
+        }
+      }
+    }
+  });
+}
+
 // fp16/bf16 -> fp32 -> fp16/bf16 gives back every non-NaN bit pattern; NaN comes back as a quiet NaN.
 TEST(ConvertRoundTripTest, AllHalfAndBFloat16BitPatterns) {
   std::vector<uint16_t> all(65536);
@@ -504,6 +553,7 @@ TEST(ConvertTest, NonPositiveCountsTouchNothing) {
     for (Format f : kAllFormats) {
       pacl::LoadAsFloat(DataType(f), storage.data(), 1, floats.data(), n);
       pacl::StoreFromFloat(floats.data(), DataType(f), storage.data(), 1, n);
+      pacl::StreamFromFloat(floats.data(), DataType(f), storage.data(), n);
     }
   }
   EXPECT_EQ(storage, std::vector<uint16_t>(4, 0xA5A5));
@@ -516,6 +566,7 @@ TEST(ConvertTest, UnsupportedTypeLoadsNanAndStoresNothing) {
   pacl::LoadAsFloat(ACL_INT32, ints.data(), 1, floats.data(), 8);
   for (float v : floats) EXPECT_TRUE(std::isnan(v));
   pacl::StoreFromFloat(floats.data(), ACL_INT32, ints.data(), 1, 8);
+  pacl::StreamFromFloat(floats.data(), ACL_INT32, ints.data(), 8);
   EXPECT_EQ(ints, std::vector<int32_t>(8, 7));
 }
 

@@ -18,6 +18,17 @@ PACL_INTERNAL_API void LoadAsFloat(aclDataType src_type, const void* src, int64_
 PACL_INTERNAL_API void StoreFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t dst_stride,
                                       int64_t n);
 
+// StoreFromFloat to a contiguous dst (dst_stride 1) with non-temporal stores for the whole vectors that begin at a
+// vector boundary (plain stores for the rest; the same values): for outputs too large to stay in cache for the
+// caller, so that their lines are written without first being read. The stores are weakly ordered: the writing
+// thread calls FinishStreamedStores() before another thread may read dst.
+PACL_INTERNAL_API void StreamFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t n);
+PACL_INTERNAL_API void FinishStreamedStores();
+
+// Outputs of at least this many bytes are worth streaming (several times what the caches of the CPUs we target
+// keep for one core).
+inline constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+
 // Name of the instruction-set target Highway chose for this process ("AVX3", "AVX2", ...), for benchmarks/demo.
 // ACLNN_SIMD_TARGET=<name> pins it (see convert.cpp).
 PACL_INTERNAL_API const char* SimdTargetName();

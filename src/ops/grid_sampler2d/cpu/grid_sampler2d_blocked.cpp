@@ -8,6 +8,7 @@
 #include "grid_sampler2d/cpu/grid_sampler2d_paths.h"
 #include "grid_sampler2d/cpu/grid_sampler2d_taps.h"
 #include "hwy/cache_control.h"
+#include "pacl/convert.h"
 #include "pacl/parallel.h"
 
 namespace pacl::grid_sampler2d {
@@ -19,9 +20,6 @@ namespace {
 constexpr int64_t kBlockTilePixels = 256;
 
 int64_t ChannelBlocks(const SamplerShape& s) { return (s.channels + kBlockLanes - 1) / kBlockLanes; }
-
-// The backward writes a unit-stride FLOAT inputGrad of at least this many bytes with non-temporal stores.
-constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
 
 // Elements of one blocked plane [Hin][Win][kBlockLanes].
 int64_t BlockedPlaneElements(const SamplerShape& s) { return s.in_height * s.in_width * kBlockLanes; }

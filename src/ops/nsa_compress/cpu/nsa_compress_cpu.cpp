@@ -604,9 +604,6 @@ HWY_EXPORT(NarrowRow);
 
 namespace {
 
-// inputGrad of at least this many bytes is written with non-temporal stores.
-constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
-
 int KindOf(aclDataType dtype) { return dtype == ACL_FLOAT16 ? kHalfRow : kBFloat16Row; }
 
 // Rows (i0, i1, :) of a 3-D FLOAT16/BFLOAT16 tensor as the row loops read them.
