@@ -1035,6 +1035,38 @@ TEST(MsdaTaskSplit, MoreQueriesThanOneTask) {
   }
 }
 
+// Outputs of 8 MiB and more are written with non-temporal stores: the forward's FLOAT16/BFLOAT16 output, the
+// backward's gradValue from its fp32 sums, gradLocation and gradAttnWeight. Each problem is the smallest that streams
+// what it tests.
+void CheckStreamed(const Sizes& z, std::initializer_list<aclDataType> dtypes, bool backward) {
+  for (aclDataType dtype : dtypes) {
+    SCOPED_TRACE(SizesName(z) + " " + optest::DTypeName(dtype));
+    const Problem p = MakeProblem(z, dtype, 8700);
+    CallConfig setup;
+    setup.dtype = dtype;
+    if (backward) {
+      CheckBackward(p, setup);
+    } else {
+      CheckForward(p, setup);
+    }
+  }
+}
+
+TEST(MsdaStreamedOutputs, ForwardOutput) {
+  // output (bs, nq, nh * c): 8 MiB in FLOAT16/BFLOAT16.
+  CheckStreamed({1, 8, 32, 16384, 1, {{4, 4}}}, {ACL_FLOAT16, ACL_BF16}, false);
+}
+
+TEST(MsdaStreamedOutputs, BackwardGradValueFromSums) {
+  // gradValue (bs, nk, nh, c): 8 MiB in FLOAT16/BFLOAT16, from the fp32 sums of a few queries.
+  CheckStreamed({1, 8, 32, 64, 1, {{128, 128}}}, {ACL_FLOAT16, ACL_BF16}, true);
+}
+
+TEST(MsdaStreamedOutputs, BackwardEveryOutputInFloat) {
+  // gradValue 8.4 MiB through the sums (many corner reads per value row), gradLocation 16 MiB, gradAttnWeight 8 MiB.
+  CheckStreamed({1, 8, 8, 16384, 16, {{182, 182}}}, {ACL_FLOAT}, true);
+}
+
 // A moderately realistic shape (Deformable-DETR-like, scaled down): 4 levels, nh = 8, np = 4, c = 32, nq = 300.
 TEST(MsdaRealistic, DeformableDetrLikeShape) {
   const Sizes z = {1, 8, 32, 300, 4, {{20, 30}, {10, 15}, {5, 8}, {3, 4}}};

@@ -607,11 +607,17 @@ void ReadRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t
 }
 
 // The inverse of ReadRowElements, for gradAttnWeight and gradLocation: values rounded to the tensor's dtype.
-void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, const float* in) {
+// `stream`: a contiguous block is written with non-temporal stores (see StreamsPoints).
+void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_t q, int64_t h, const float* in,
+                      bool stream) {
   const int64_t per_point = ValuesPerPoint(t);
   const int64_t first = PointElement(t, b, q, h, 0, 0);
   if (PointsContiguous(t, s)) {
-    StoreFromFloat(in, t.dtype, t.ElementAt(first), 1, s.levels * s.points * per_point);
+    if (stream) {
+      StreamFromFloat(in, t.dtype, t.ElementAt(first), s.levels * s.points * per_point);
+    } else {
+      StoreFromFloat(in, t.dtype, t.ElementAt(first), 1, s.levels * s.points * per_point);
+    }
     return;
   }
   DispatchFloat(t.dtype, [&](auto tag) {
@@ -776,6 +782,11 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
                                            : ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
   const HeadRows& out = params.output;
   const bool out_in_place = out.desc.dtype == ACL_FLOAT && out.channel_stride == 1;
+  // A converted output (FLOAT16/BFLOAT16) with unit channel stride too large to stay in cache is written with
+  // non-temporal stores (its lines are then not read first). Not a FLOAT one summed in place: streaming it from the
+  // stack was no faster (Deformable-DETR encoder).
+  const bool stream_out = !out_in_place && out.channel_stride == 1 &&
+                          out.desc.NumElements() * static_cast<int64_t>(out.desc.ElementSize()) >= kStreamMinBytes;
 
   // Tasks are runs of kQueriesPerTask queries of one (image, head): neighbouring queries sample neighbouring rows
   // of that head's plane, which stay in cache.
@@ -810,11 +821,22 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
           (value.Row(b, 0, h), value.key_stride, row->keys, row->weights, row->attn, row->count, row->stride,
            s.channels, sums);
         }
-        if (!out_in_place) StoreFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels);
+        if (stream_out) {
+          StreamFromFloat(out_row, out.desc.dtype, dst, s.channels);
+        } else if (!out_in_place) {
+          StoreFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels);
+        }
       }
     }
+    if (stream_out) FinishStreamedStores();
   });
   return ACLNN_SUCCESS;
+}
+
+// Whether the backward writes gradLocation / gradAttnWeight with non-temporal stores: a block per (image, query,
+// head) that is contiguous, in a tensor too large to stay in cache (so its lines need not be read first).
+bool StreamsPoints(const TensorDesc& t, const MsdaShape& s) {
+  return PointsContiguous(t, s) && t.NumElements() * static_cast<int64_t>(t.ElementSize()) >= kStreamMinBytes;
 }
 
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
@@ -847,6 +869,13 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   const HeadRows& dy = params.grad_output;
   const bool dy_in_place = dy.desc.dtype == ACL_FLOAT && dy.channel_stride == 1;
   const size_t row_bytes = static_cast<size_t>(s.channels) * sizeof(float);
+  // Outputs too large to stay in cache are written with non-temporal stores (their lines are then not read first):
+  // gradValue from the sums, and gradLocation / gradAttnWeight (StreamsPoints).
+  const bool stream_grad_value =
+      sums_in_workspace && grad_value.strides[3] == 1 &&
+      grad_value.NumElements() * static_cast<int64_t>(grad_value.ElementSize()) >= kStreamMinBytes;
+  const bool stream_location = StreamsPoints(params.grad_location, s);
+  const bool stream_attn = StreamsPoints(params.grad_attn_weight, s);
 
   ParallelFor(s.batch * s.heads, 1, [&](int64_t begin, int64_t end) {
     const auto row = std::make_unique<RowPoints>(s.levels * s.points);
@@ -864,8 +893,8 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
           PrefetchRowPoints(params.in.location, s, b, ahead, h);
           PrefetchRowPoints(params.in.attn_weight, s, b, ahead, h);
           PrefetchHeadRow(dy, s, b, ahead, h);
-          PrefetchRowPoints<true>(params.grad_location, s, b, ahead, h);
-          PrefetchRowPoints<true>(params.grad_attn_weight, s, b, ahead, h);
+          if (!stream_location) PrefetchRowPoints<true>(params.grad_location, s, b, ahead, h);
+          if (!stream_attn) PrefetchRowPoints<true>(params.grad_attn_weight, s, b, ahead, h);
         }
         const char* dy_row = HeadRowAddress(dy, b, q, h);
         const float* g = reinterpret_cast<const float*>(dy_row);
@@ -886,16 +915,21 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
         HWY_DYNAMIC_DISPATCH(PointGradients)
         (row->weights, row->d_dx, row->d_dy, row->dots, row->attn, sampler.lanes, row->stride, row->attn_grad,
          row->loc_grad);
-        WriteRowElements(params.grad_attn_weight, s, b, q, h, row->attn_grad);
-        WriteRowElements(params.grad_location, s, b, q, h, row->loc_grad);
+        WriteRowElements(params.grad_attn_weight, s, b, q, h, row->attn_grad, stream_attn);
+        WriteRowElements(params.grad_location, s, b, q, h, row->loc_grad, stream_location);
       }
       if (sums_in_workspace) {
         for (int64_t key = 0; key < s.keys; ++key) {
-          StoreFromFloat(sums.Row(b, key, h), grad_value.dtype, grad_value.ElementAt(ElementOf(grad_value, b, key, h)),
-                         grad_value.strides[3], s.channels);
+          char* dst = grad_value.ElementAt(ElementOf(grad_value, b, key, h));
+          if (stream_grad_value) {
+            StreamFromFloat(sums.Row(b, key, h), grad_value.dtype, dst, s.channels);
+          } else {
+            StoreFromFloat(sums.Row(b, key, h), grad_value.dtype, dst, grad_value.strides[3], s.channels);
+          }
         }
       }
     }
+    if (stream_grad_value || stream_location || stream_attn) FinishStreamedStores();
   });
   return ACLNN_SUCCESS;
 }
