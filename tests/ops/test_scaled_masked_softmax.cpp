@@ -364,6 +364,28 @@ TEST(ScaledMaskedSoftmaxLargeOutput, StreamedStoresMatchReference) {
   }
 }
 
+// The backward's out likewise (8 MiB or more, non-temporal stores where a row is vector-aligned): contiguous rows
+// of 1000 elements (aligned or not, row by row) and a padded out, every dtype.
+TEST(ScaledMaskedSoftmaxLargeOutput, BackwardStreamedStoresMatchReference) {
+  for (aclDataType dtype : kFloatDTypes) {
+    const int64_t S1 = aclDataTypeSize(dtype) == 2 ? 1100 : 550;  // out just over 8 MiB
+    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + optest::LayoutName(layout));
+      const Dims d = MakeDims(2, 4, S1, 1000, MaskForm::kShared);
+      const double scale = 0.5;
+      const BackwardData data = MakeBackwardData(d, dtype, scale, 4600 + static_cast<uint64_t>(dtype));
+      DeviceTensor dy(d.Shape(), dtype, Layout::kContiguous, data.dy);
+      DeviceTensor y(d.Shape(), dtype, Layout::kContiguous, data.y);
+      DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+      DeviceTensor out = DeviceTensor::Output(d.Shape(), dtype, layout);
+      ASSERT_EQ(RunBackward(dy.get(), y.get(), mask.get(), scale, out.get()), ACLNN_SUCCESS)
+          << optest::RecentErrorMessage();
+      ExpectBackwardMatches(out.Read(), data, d, scale, dtype);
+      EXPECT_EQ(out.CheckGuards(), "");
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------------------------------
 // Layouts: one operand (or all of them) transposed, padded, channels-last or (inputs) broadcast with a zero stride,
 // every dtype, rows with and without a vector tail.

@@ -19,10 +19,10 @@
 // and written in place, fp16/bf16 converted in registers (pacl/float_vectors-inl.h); otherwise each row that is
 // not a unit-stride FLOAT row is gathered into an fp32 stack buffer with pacl::LoadAsFloat and written back with
 // pacl::StoreFromFloat. Either way the arithmetic is the same and the output is rounded once, to nearest even.
-// The forward keeps its logits, then exponentials, in an fp32 stack row between its three passes, and writes an
-// output of 8 MiB or more with non-temporal stores (in rows that are vector-aligned): the caller cannot find so
-// large an output in cache anyway, and the stores then do not read each line before writing it, a third of the
-// forward's memory traffic.
+// The forward keeps its logits, then exponentials, in an fp32 stack row between its three passes. Both directions
+// write an output of 8 MiB or more with non-temporal stores (in rows that are vector-aligned): the caller cannot
+// find so large an output in cache anyway, and the stores then do not read each line before writing it (a third of
+// the forward's memory traffic, a quarter of the backward's).
 // The row fits in L1 (16 KiB of fp32 at S2 = 4096), so the second pass of each algorithm re-reads it from cache:
 // the main memory traffic is each input once and the output once. A contiguous mask row is read as bytes and
 // widened to 32-bit lanes (nonzero = masked); a strided one is first gathered into a stack byte row.
@@ -80,8 +80,6 @@ namespace pacl::scaled_masked_softmax {
 inline constexpr int64_t kChunkElements = int64_t{1} << 16;
 // Stack row buffers hold a full row plus one vector of padding (a padded last vector is stored whole).
 inline constexpr int64_t kRowBufferLength = kMaxRowLength + 64;
-// The forward writes an output of at least this many bytes with non-temporal stores.
-inline constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
 
 inline int64_t RowsPerChunk(int64_t row_length) {
   const int64_t rows = kChunkElements / row_length;
@@ -280,16 +278,20 @@ HWY_INLINE float DotRow(const typename Storage::Element* a, const typename Stora
 template <class Storage>
 HWY_INLINE void BackwardRow(DF d, const typename Storage::Element* dy, const typename Storage::Element* y,
                             const uint8_t* mask, float scale, size_t n, typename Storage::Element* out,
-                            Storage storage) {
+                            bool stream, Storage storage) {
   const size_t lanes = hn::Lanes(d);
   const float s = DotRow(dy, y, n, storage);
   const VF vs = hn::Set(d, s);
   const VF vscale = hn::Set(d, scale);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
+  auto gradient = [&](size_t i) {
     const VF g = hn::Mul(hn::Mul(vscale, LoadVector(d, y + i, storage)), hn::Sub(LoadVector(d, dy + i, storage), vs));
-    StoreVector(d, hn::IfThenZeroElse(MaskedLanes(d, mask + i), g), out + i, storage);
+    return hn::IfThenZeroElse(MaskedLanes(d, mask + i), g);
+  };
+  size_t i = 0;
+  if (StreamsWholeVectors<Storage>() && stream && reinterpret_cast<uintptr_t>(out) % (lanes * sizeof(out[0])) == 0) {
+    for (; i + lanes <= n; i += lanes) StreamVector(d, gradient(i), out + i, storage);
   }
+  for (; i + lanes <= n; i += lanes) StoreVector(d, gradient(i), out + i, storage);
   if (i < n) {
     const size_t rest = n - i;
     const VF g = hn::Mul(hn::Mul(vscale, LoadPartial(d, y + i, rest, storage)),
@@ -405,14 +407,16 @@ void BackwardUnitStrideRows(const BackwardParams& p, int64_t row_begin, int64_t 
   const int64_t length = p.shape.key_len;
   const int64_t value_bytes = static_cast<int64_t>(sizeof(Element));
   MaskRowReader masks(p.mask, length);
+  const bool stream = p.out.desc.NumElements() * value_bytes >= kStreamMinBytes;
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowIndex r = RowAt(p.shape, row);
     const uint8_t* mask_row = masks.Row(r);
     const auto* dy = reinterpret_cast<const Element*>(RowStart(p.grad_output, value_bytes, r.b, r.n, r.s1));
     const auto* y = reinterpret_cast<const Element*>(RowStart(p.y, value_bytes, r.b, r.n, r.s1));
     auto* out = reinterpret_cast<Element*>(RowStart(p.out, value_bytes, r.b, r.n, r.s1));
-    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out, storage);
+    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out, stream, storage);
   }
+  if (stream) hwy::FlushStream();
 }
 
 // Any other rows: each operand's row is gathered into an fp32 stack row (pacl::LoadAsFloat) unless it is a
@@ -435,7 +439,7 @@ void BackwardStridedRows(const BackwardParams& p, int64_t row_begin, int64_t row
     const float* y = RowAsFloat(p.y, RowStart(p.y, value_bytes, r.b, r.n, r.s1), length, y_buffer);
     char* out_start = RowStart(p.out, value_bytes, r.b, r.n, r.s1);
     float* out = out_direct ? reinterpret_cast<float*>(out_start) : out_buffer;
-    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out, F32Storage());
+    BackwardRow(d, dy, y, mask_row, p.scale, static_cast<size_t>(length), out, false, F32Storage());
     if (!out_direct) StoreFromFloat(out_buffer, p.out.desc.dtype, out_start, p.out.strides[3], length);
   }
 }
