@@ -566,26 +566,30 @@ INSTANTIATE_TEST_SUITE_P(GridSampler2D, GridSamplerLayouts, testing::ValuesIn(kD
                            return std::string(optest::DTypeName(param_info.param));
                          });
 
-// A FLOAT inputGrad of 8 MiB or more is written with non-temporal stores (vector-aligned middle, scalar head and
-// tail): the same values as any other way, aligned (contiguous) or not (padded: an element offset).
+// An inputGrad of 8 MiB or more is written with non-temporal stores (vector-aligned middle, scalar head and tail):
+// the same values as any other way, aligned (contiguous) or not (padded: an element offset), in FLOAT, FLOAT16 and
+// BFLOAT16.
 TEST(GridSampler2DLargeInputGrad, StreamedStoresMatchReference) {
-  const ref::GridSamplerShape shape = {1, 33, 256, 256, 48, 40};  // inputGrad 8.25 MiB
   const Modes m{kBilinear, kZeros, false};
   const BoolArray both({true, true});
-  for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
-    SCOPED_TRACE(optest::LayoutName(layout));
-    const Problem p = MakeProblem(shape, ACL_FLOAT, m.align_corners, 5100);
-    DeviceProblem d(p, ACL_FLOAT);
-    DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), ACL_FLOAT, layout);
-    DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), ACL_FLOAT, Layout::kContiguous);
-    ASSERT_EQ(
-        RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(), grid_grad.get()),
-        ACLNN_SUCCESS)
-        << optest::RecentErrorMessage();
-    ExpectInputGradMatches(input_grad.Read(), p, m, ACL_FLOAT);
-    ExpectGridGradMatches(grid_grad.Read(), p, m, ACL_FLOAT);
-    EXPECT_EQ(input_grad.CheckGuards(), "");
-    EXPECT_EQ(grid_grad.CheckGuards(), "");
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
+    const int64_t channels = dtype == ACL_FLOAT ? 33 : 66;
+    const ref::GridSamplerShape shape = {1, channels, 256, 256, 48, 40};  // inputGrad 8.25 MiB
+    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + optest::LayoutName(layout));
+      const Problem p = MakeProblem(shape, dtype, m.align_corners, 5100);
+      DeviceProblem d(p, dtype);
+      DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), dtype, layout);
+      DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), dtype, Layout::kContiguous);
+      ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(),
+                            grid_grad.get()),
+                ACLNN_SUCCESS)
+          << optest::RecentErrorMessage();
+      ExpectInputGradMatches(input_grad.Read(), p, m, dtype);
+      ExpectGridGradMatches(grid_grad.Read(), p, m, dtype);
+      EXPECT_EQ(input_grad.CheckGuards(), "");
+      EXPECT_EQ(grid_grad.CheckGuards(), "");
+    }
   }
 }
 

@@ -7,7 +7,6 @@
 
 #include "grid_sampler2d/cpu/grid_sampler2d_paths.h"
 #include "grid_sampler2d/cpu/grid_sampler2d_taps.h"
-#include "hwy/cache_control.h"
 #include "pacl/convert.h"
 #include "pacl/parallel.h"
 
@@ -119,14 +118,15 @@ void CopyInputBlocked(const SamplerShape& s, const SamplerOperand& input, int64_
 
 // Blocked fp32 inputGrad sums of block [c0, c0 + 16) of image n -> inputGrad's dtype and strides. Each piece of a
 // row is transposed into the [lane][pixel] buffer (writing straight into 16 channel rows of the tensor would alias
-// in L1 like the gathers above), then copied out channel by channel: a unit-stride FLOAT inputGrad of at least
-// kStreamMinBytes with non-temporal stores (it cannot stay in cache for the caller anyway, and the stores need not
-// fetch the lines first), a smaller one with memcpy.
+// in L1 like the gathers above), then copied out channel by channel: an inputGrad of at least kStreamMinBytes with
+// unit stride along W with non-temporal stores (it cannot stay in cache for the caller anyway, and the stores need
+// not fetch the lines first), a smaller unit-stride FLOAT one with memcpy.
 void WriteInputGradPlane(const BackwardParams& p, int64_t n, int64_t c0, const float* plane, BlockTaps& buffers) {
   const SamplerShape& s = p.shape;
-  const bool direct = p.input_grad.desc.dtype == ACL_FLOAT && p.input_grad.strides[3] == 1;
-  const int64_t input_grad_bytes = s.batch * s.channels * s.in_height * s.in_width * int64_t{sizeof(float)};
-  const bool stream = direct && input_grad_bytes >= kStreamMinBytes;
+  const TensorDesc& input_grad = p.input_grad.desc;
+  const bool stream = p.input_grad.strides[3] == 1 &&
+                      input_grad.NumElements() * static_cast<int64_t>(input_grad.ElementSize()) >= kStreamMinBytes;
+  const bool direct = input_grad.dtype == ACL_FLOAT && p.input_grad.strides[3] == 1;
   const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
   const int64_t plane_pixels = s.in_height * s.in_width;
   for (int64_t h = 0; h < s.in_height; ++h) {
@@ -139,16 +139,16 @@ void WriteInputGradPlane(const BackwardParams& p, int64_t n, int64_t c0, const f
         const float* row = buffers.rows + lane * kBlockTilePixels;
         char* dst = ElementAt(p.input_grad, n, c0 + lane, h, w0);
         if (stream) {
-          simd::StreamRow(row, count, reinterpret_cast<float*>(dst));
+          StreamFromFloat(row, input_grad.dtype, dst, count);
         } else if (direct) {
           std::memcpy(dst, row, static_cast<size_t>(count) * sizeof(float));
         } else {
-          StoreFromFloat(row, p.input_grad.desc.dtype, dst, p.input_grad.strides[3], count);
+          StoreFromFloat(row, input_grad.dtype, dst, p.input_grad.strides[3], count);
         }
       }
     }
   }
-  if (stream) hwy::FlushStream();
+  if (stream) FinishStreamedStores();
 }
 
 // Forward, in passes of p.workspace.images_per_pass images (fixed in phase 1 by the shape): copy the pass's

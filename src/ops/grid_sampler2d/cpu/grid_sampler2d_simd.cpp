@@ -164,18 +164,6 @@ void LinesToRows(const float* lines, int64_t count, int64_t readable, float* row
   }
 }
 
-// dst[i] = src[i] for i < count with non-temporal stores where dst is vector-aligned: inputGrad is written once and
-// not read again here, so its lines need not be fetched first. The caller runs hwy::FlushStream afterwards.
-void StreamRow(const float* src, int64_t count, float* dst) {
-  const DF d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  const uintptr_t vector_bytes = static_cast<uintptr_t>(lanes) * sizeof(float);
-  int64_t i = 0;
-  for (; i < count && reinterpret_cast<uintptr_t>(dst + i) % vector_bytes != 0; ++i) dst[i] = src[i];
-  for (; i + lanes <= count; i += lanes) hn::Stream(hn::LoadU(d, src + i), d, dst + i);
-  for (; i < count; ++i) dst[i] = src[i];
-}
-
 // Blocked lines -> one channel row: row[q] = lines[q][lane] for q < count.
 void LinesToRow(const float* lines, int64_t lane, int64_t count, float* row) {
   for (int64_t q = 0; q < count; ++q) row[q] = lines[q * kLanesPerBlock + lane];
@@ -193,7 +181,6 @@ HWY_EXPORT(BackwardBlock);
 HWY_EXPORT(RowsToLines);
 HWY_EXPORT(LinesToRow);
 HWY_EXPORT(LinesToRows);
-HWY_EXPORT(StreamRow);
 
 namespace simd {
 
@@ -217,7 +204,6 @@ void LinesToRows(const float* lines, int64_t count, int64_t readable, float* row
   HWY_DYNAMIC_DISPATCH(LinesToRows)(lines, count, readable, rows, row_stride);
 }
 
-void StreamRow(const float* src, int64_t count, float* dst) { HWY_DYNAMIC_DISPATCH(StreamRow)(src, count, dst); }
 
 void LinesToRow(const float* lines, int64_t lane, int64_t count, float* row) {
   HWY_DYNAMIC_DISPATCH(LinesToRow)(lines, lane, count, row);
