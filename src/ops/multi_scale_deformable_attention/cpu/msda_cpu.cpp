@@ -34,7 +34,9 @@
 // sums then accumulate in gradValue itself, in the same order. The forward with few queries and a value that cannot
 // be read in place (FLOAT16/BFLOAT16, strided channels) converts only the rows its corners reach, when a corner of
 // the task first touches one (rows_on_first_touch; a byte per key marks it). location, attnWeight, gradOutput and
-// the small outputs are read and written through their strides in any float dtype.
+// the small outputs are read and written through their strides in any float dtype. Outputs of 8 MiB and more
+// (gradValue from the sums, gradLocation, gradAttnWeight, a FLOAT16/BFLOAT16 output) are written with
+// non-temporal stores where their rows are contiguous, so that their lines are not read first.
 //
 // Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
 // writing its own output rows; a row sums its corners in a fixed order: corner k of each point (points ascending)
