@@ -25,6 +25,16 @@ PACL_INTERNAL_API void StoreFromFloat(const float* src, aclDataType dst_type, vo
 PACL_INTERNAL_API void StreamFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t n);
 PACL_INTERNAL_API void FinishStreamedStores();
 
+// StreamFromFloat when `stream` (dst_stride must then be 1), else StoreFromFloat.
+inline void StoreOrStreamFromFloat(const float* src, aclDataType dst_type, void* dst, int64_t dst_stride, int64_t n,
+                                   bool stream) {
+  if (stream) {
+    StreamFromFloat(src, dst_type, dst, n);
+  } else {
+    StoreFromFloat(src, dst_type, dst, dst_stride, n);
+  }
+}
+
 // Outputs of at least this many bytes are worth streaming (several times what the caches of the CPUs we target
 // keep for one core).
 inline constexpr int64_t kStreamMinBytes = int64_t{8} << 20;

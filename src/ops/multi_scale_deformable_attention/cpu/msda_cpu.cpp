@@ -615,11 +615,7 @@ void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_
   const int64_t per_point = ValuesPerPoint(t);
   const int64_t first = PointElement(t, b, q, h, 0, 0);
   if (PointsContiguous(t, s)) {
-    if (stream) {
-      StreamFromFloat(in, t.dtype, t.ElementAt(first), s.levels * s.points * per_point);
-    } else {
-      StoreFromFloat(in, t.dtype, t.ElementAt(first), 1, s.levels * s.points * per_point);
-    }
+    StoreOrStreamFromFloat(in, t.dtype, t.ElementAt(first), 1, s.levels * s.points * per_point, stream);
     return;
   }
   DispatchFloat(t.dtype, [&](auto tag) {
@@ -823,10 +819,8 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
           (value.Row(b, 0, h), value.key_stride, row->keys, row->weights, row->attn, row->count, row->stride,
            s.channels, sums);
         }
-        if (stream_out) {
-          StreamFromFloat(out_row, out.desc.dtype, dst, s.channels);
-        } else if (!out_in_place) {
-          StoreFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels);
+        if (!out_in_place) {
+          StoreOrStreamFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels, stream_out);
         }
       }
     }
@@ -922,12 +916,9 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
       }
       if (sums_in_workspace) {
         for (int64_t key = 0; key < s.keys; ++key) {
-          char* dst = grad_value.ElementAt(ElementOf(grad_value, b, key, h));
-          if (stream_grad_value) {
-            StreamFromFloat(sums.Row(b, key, h), grad_value.dtype, dst, s.channels);
-          } else {
-            StoreFromFloat(sums.Row(b, key, h), grad_value.dtype, dst, grad_value.strides[3], s.channels);
-          }
+          StoreOrStreamFromFloat(sums.Row(b, key, h), grad_value.dtype,
+                                 grad_value.ElementAt(ElementOf(grad_value, b, key, h)), grad_value.strides[3],
+                                 s.channels, stream_grad_value);
         }
       }
     }
