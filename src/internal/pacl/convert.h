@@ -7,6 +7,7 @@
 
 #include "acl/acl_base.h"
 #include "pacl/export.h"
+#include "pacl/tensor.h"
 
 namespace pacl {
 
@@ -38,6 +39,11 @@ inline void StoreOrStreamFromFloat(const float* src, aclDataType dst_type, void*
 // Outputs of at least this many bytes are worth streaming (several times what the caches of the CPUs we target
 // keep for one core).
 inline constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+
+// Whether writes to output t are worth streaming: its view's bytes reach kStreamMinBytes.
+inline bool WorthStreaming(const TensorDesc& t) {
+  return t.NumElements() * static_cast<int64_t>(t.ElementSize()) >= kStreamMinBytes;
+}
 
 // Name of the instruction-set target Highway chose for this process ("AVX3", "AVX2", ...), for benchmarks/demo.
 // ACLNN_SIMD_TARGET=<name> pins it (see convert.cpp).

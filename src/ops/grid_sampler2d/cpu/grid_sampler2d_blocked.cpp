@@ -124,8 +124,7 @@ void CopyInputBlocked(const SamplerShape& s, const SamplerOperand& input, int64_
 void WriteInputGradPlane(const BackwardParams& p, int64_t n, int64_t c0, const float* plane, BlockTaps& buffers) {
   const SamplerShape& s = p.shape;
   const TensorDesc& input_grad = p.input_grad.desc;
-  const bool stream = p.input_grad.strides[3] == 1 &&
-                      input_grad.NumElements() * static_cast<int64_t>(input_grad.ElementSize()) >= kStreamMinBytes;
+  const bool stream = p.input_grad.strides[3] == 1 && WorthStreaming(input_grad);
   const bool direct = input_grad.dtype == ACL_FLOAT && p.input_grad.strides[3] == 1;
   const int64_t lanes = std::min(kBlockLanes, s.channels - c0);
   const int64_t plane_pixels = s.in_height * s.in_width;

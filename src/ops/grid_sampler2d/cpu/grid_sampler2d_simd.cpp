@@ -204,7 +204,6 @@ void LinesToRows(const float* lines, int64_t count, int64_t readable, float* row
   HWY_DYNAMIC_DISPATCH(LinesToRows)(lines, count, readable, rows, row_stride);
 }
 
-
 void LinesToRow(const float* lines, int64_t lane, int64_t count, float* row) {
   HWY_DYNAMIC_DISPATCH(LinesToRow)(lines, lane, count, row);
 }

@@ -783,8 +783,7 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   // A converted output (FLOAT16/BFLOAT16) with unit channel stride too large to stay in cache is written with
   // non-temporal stores (its lines are then not read first). Not a FLOAT one summed in place: streaming it from the
   // stack was no faster (Deformable-DETR encoder).
-  const bool stream_out = !out_in_place && out.channel_stride == 1 &&
-                          out.desc.NumElements() * static_cast<int64_t>(out.desc.ElementSize()) >= kStreamMinBytes;
+  const bool stream_out = !out_in_place && out.channel_stride == 1 && WorthStreaming(out.desc);
 
   // Tasks are runs of kQueriesPerTask queries of one (image, head): neighbouring queries sample neighbouring rows
   // of that head's plane, which stay in cache.
@@ -832,7 +831,7 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
 // Whether the backward writes gradLocation / gradAttnWeight with non-temporal stores: a block per (image, query,
 // head) that is contiguous, in a tensor too large to stay in cache (so its lines need not be read first).
 bool StreamsPoints(const TensorDesc& t, const MsdaShape& s) {
-  return PointsContiguous(t, s) && t.NumElements() * static_cast<int64_t>(t.ElementSize()) >= kStreamMinBytes;
+  return PointsContiguous(t, s) && WorthStreaming(t);
 }
 
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
@@ -867,9 +866,7 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   const size_t row_bytes = static_cast<size_t>(s.channels) * sizeof(float);
   // Outputs too large to stay in cache are written with non-temporal stores (their lines are then not read first):
   // gradValue from the sums, and gradLocation / gradAttnWeight (StreamsPoints).
-  const bool stream_grad_value =
-      sums_in_workspace && grad_value.strides[3] == 1 &&
-      grad_value.NumElements() * static_cast<int64_t>(grad_value.ElementSize()) >= kStreamMinBytes;
+  const bool stream_grad_value = sums_in_workspace && grad_value.strides[3] == 1 && WorthStreaming(grad_value);
   const bool stream_location = StreamsPoints(params.grad_location, s);
   const bool stream_attn = StreamsPoints(params.grad_attn_weight, s);
 

@@ -674,7 +674,7 @@ void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights
   const NsaShape& s = params.shape;
   const TensorDesc& in = params.input;
   const RowReader input(in);  // reads in place: the caller checked the unit stride along D
-  const bool stream = params.output.NumElements() * 2 >= kStreamMinBytes;
+  const bool stream = WorthStreaming(params.output);
   ParallelFor(s.blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
     std::vector<float> sums(static_cast<size_t>((end - begin) * s.dim));
     // The sequences holding blocks [begin, end): from the first whose blocks end past `begin`.
@@ -714,7 +714,7 @@ void BackwardWalks(const BackwardParams& params, const std::vector<float>& weigh
   const RowReader input(params.input);
   const TensorDesc& dy = params.output_grad;
   const TensorDesc& dx = params.input_grad;
-  const bool stream = dx.NumElements() * 2 >= kStreamMinBytes;
+  const bool stream = WorthStreaming(dx);
   const bool store_rows = dx.strides[2] != 1;
   const int64_t per_chunk = s.block_size * s.heads;
   const int64_t max_cover = (s.block_size + s.stride - 1) / s.stride;
