@@ -199,6 +199,14 @@ constexpr bool StreamsWholeVectors() {
   return hn::MaxLanes(DF()) * sizeof(typename Storage::Element) >= 16;
 }
 
+// Whether a row's whole vectors go out with non-temporal stores: asked for (stream), possible for Storage, and out
+// aligned to the stored vector's size.
+template <class Storage>
+HWY_INLINE bool StreamsRow(DF d, const typename Storage::Element* out, bool stream) {
+  return StreamsWholeVectors<Storage>() && stream &&
+         reinterpret_cast<uintptr_t>(out) % (hn::Lanes(d) * sizeof(out[0])) == 0;
+}
+
 // Non-temporal stores of whole vectors; p must be aligned to the stored vector's size.
 HWY_INLINE void StreamVector(DF d, VF v, float* p, F32Storage) { hn::Stream(v, d, p); }
 HWY_INLINE void StreamVector(DF d, VF v, uint16_t* p, F16Storage) { hn::Stream(FloatToHalfBits(d, v), DU16(), p); }
@@ -288,7 +296,7 @@ HWY_INLINE void BackwardRow(DF d, const typename Storage::Element* dy, const typ
     return hn::IfThenZeroElse(MaskedLanes(d, mask + i), g);
   };
   size_t i = 0;
-  if (StreamsWholeVectors<Storage>() && stream && reinterpret_cast<uintptr_t>(out) % (lanes * sizeof(out[0])) == 0) {
+  if (StreamsRow<Storage>(d, out, stream)) {
     for (; i + lanes <= n; i += lanes) StreamVector(d, gradient(i), out + i, storage);
   }
   for (; i + lanes <= n; i += lanes) StoreVector(d, gradient(i), out + i, storage);
@@ -307,8 +315,7 @@ HWY_INLINE void NormalizeRow(DF d, const float* logits, float inverse_total, siz
   const size_t lanes = hn::Lanes(d);
   const VF inverse = hn::Set(d, inverse_total);
   size_t k = 0;
-  const uintptr_t stored_vector_bytes = lanes * sizeof(out[0]);
-  if (StreamsWholeVectors<Storage>() && stream && reinterpret_cast<uintptr_t>(out) % stored_vector_bytes == 0) {
+  if (StreamsRow<Storage>(d, out, stream)) {
     for (; k + lanes <= n; k += lanes) StreamVector(d, hn::Mul(hn::Load(d, logits + k), inverse), out + k, storage);
   }
   for (; k + lanes <= n; k += lanes) StoreVector(d, hn::Mul(hn::Load(d, logits + k), inverse), out + k, storage);
@@ -407,7 +414,7 @@ void BackwardUnitStrideRows(const BackwardParams& p, int64_t row_begin, int64_t 
   const int64_t length = p.shape.key_len;
   const int64_t value_bytes = static_cast<int64_t>(sizeof(Element));
   MaskRowReader masks(p.mask, length);
-  const bool stream = p.out.desc.NumElements() * value_bytes >= kStreamMinBytes;
+  const bool stream = WorthStreaming(p.out.desc);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowIndex r = RowAt(p.shape, row);
     const uint8_t* mask_row = masks.Row(r);
@@ -460,7 +467,7 @@ void ForwardUnitStrideRows(const ForwardParams& p, int64_t row_begin, int64_t ro
   const int64_t value_bytes = static_cast<int64_t>(sizeof(Element));
   HWY_ALIGN float logits[kRowBufferLength];
   MaskRowReader masks(p.mask, length);
-  const bool stream = p.y.desc.NumElements() * value_bytes >= kStreamMinBytes;
+  const bool stream = WorthStreaming(p.y.desc);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowIndex r = RowAt(p.shape, row);
     const uint8_t* mask_row = masks.Row(r);
