@@ -100,7 +100,9 @@ write_report() {
       echo "\`bench/cuda/gpu_bench.py\` (raw figures: docs/cuda_bench.json): each call timed with a repeatable executor"
       echo "and a reused workspace, queued back to back, best of 5 rounds; GB/s counts every input and output once; the"
       echo "copy bandwidth is a 1 GiB device-to-device copy measured in the same run. Backward rows are the"
-      echo "deterministic implementation (the default) unless they say atomic (ACL_OPT_DETERMINISTIC off)."
+      echo "deterministic implementation (the default) unless they say atomic (ACL_OPT_DETERMINISTIC off). \"kernels\""
+      echo "is the GPU time of the call's kernels and copies alone (CUPTI, through torch.profiler): the rest of \"ours\""
+      echo "is the host's share of a call (launches, the stream worker's hand-over and its wait for completion)."
       echo
       cat "${build}/gpu_operators.md"
     fi

@@ -144,6 +144,24 @@ def best_seconds(run, sync, calls, rounds):
     return best
 
 
+def kernel_seconds(run, sync, calls):
+    """GPU time per call of the kernels and copies a call runs (CUPTI through torch.profiler), without the host's
+    share of a call (launches, the stream worker's hand-over and completion wait): None where the profiler
+    records no device time (the CPU device)."""
+    if DEVICE != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+    sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            run()
+        sync()
+    total_us = 0.0
+    for event in prof.key_averages():
+        total_us += getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0) or 0
+    return total_us / 1e6 / calls if total_us > 0 else None
+
+
 def copy_bandwidth(rounds):
     x = torch.empty(1 << (24 if DEVICE == "cpu" else 28), dtype=torch.float32, device=DEVICE).uniform_()
     y = torch.empty_like(x)
@@ -316,18 +334,24 @@ def main():
     print(f"device: {device}; device-to-device copy: {bandwidth:.0f} GB/s (read + write)")
     print(f"PyTorch {torch.__version__}; ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}")
     print()
-    print("| operator | direction | ours (ms) | GB/s | % of copy | PyTorch (ms) | speed-up | same bits twice |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| operator | direction | ours (ms) | GB/s | % of copy | kernels (ms) | PyTorch (ms) | speed-up | "
+          "same bits twice |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, make in suites:
         try:
             cases, outputs = make()
         except RuntimeError as error:
-            print(f"| {name} | - | failed: {error} | | | | | |")
+            print(f"| {name} | - | failed: {error} | | | | | | |")
             results.append({"suite": name, "error": str(error)})
             continue
         for direction, run, bytes_moved, peer, _ in cases:
             ours = best_seconds(run, acl.sync, calls, rounds)
             gbps = bytes_moved / ours / 1e9
+            try:
+                kernels = kernel_seconds(run, acl.sync, calls)
+            except Exception as error:  # a profiler that cannot start must not cost the table
+                print(f"(profiler on {name} {direction} failed: {error})", file=sys.stderr)
+                kernels = None
             peer_s = None
             if peer is not None:
                 try:
@@ -336,13 +360,15 @@ def main():
                     print(f"(PyTorch peer of {name} {direction} failed: {error})", file=sys.stderr)
             bits = same_bits_twice(run, acl.sync, outputs) if direction != "backward-atomic" else None
             row = {"suite": name, "direction": direction, "ms": ours * 1e3, "gbps": gbps,
-                   "copy_fraction": gbps / bandwidth, "peer_ms": peer_s * 1e3 if peer_s else None,
+                   "copy_fraction": gbps / bandwidth,
+                   "kernel_ms": kernels * 1e3 if kernels else None, "peer_ms": peer_s * 1e3 if peer_s else None,
                    "speedup": peer_s / ours if peer_s else None, "same_bits_twice": bits}
             results.append(row)
             peer_text = f"{peer_s * 1e3:.3f} | {peer_s / ours:.2f}x" if peer_s else "- | -"
             bits_text = "-" if bits is None else ("yes" if bits else "NO")
+            kernel_text = f"{kernels * 1e3:.3f}" if kernels else "-"
             print(f"| {name} | {direction} | {ours * 1e3:.3f} | {gbps:.0f} | {100 * gbps / bandwidth:.0f}% | "
-                  f"{peer_text} | {bits_text} |")
+                  f"{kernel_text} | {peer_text} | {bits_text} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "copy_gbps": bandwidth, "results": results}, f, indent=1)
