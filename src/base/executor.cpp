@@ -204,7 +204,7 @@ aclnnStatus RunExecutor(const char* op_name, void* workspace, uint64_t workspace
           run_context.native_stream = rt::CurrentNativeStream();
           return RunKernel(kernel, run_context, kernel_op_name);
         },
-        std::move(uses));
+        std::move(uses), /*device_ordered=*/true);
   } catch (const std::exception&) {
     return Refuse(ACLNN_ERR_INNER, StrFormat("%s: out of memory while enqueueing the run", name));
   }

@@ -53,6 +53,9 @@ class Backend {
   virtual void DestroyNativeStream(int ordinal, void* native) = 0;
   // Waits until the device work enqueued on native has finished.
   virtual aclError SynchronizeNativeStream(int ordinal, void* native, std::string* error) = 0;
+  // Whether the device work enqueued on native has finished (or failed: SynchronizeNativeStream then says how),
+  // without waiting.
+  virtual bool NativeStreamIdle(int ordinal, void* native) = 0;
   // Makes device `ordinal` current on the calling thread (CUDA: cudaSetDevice) before device work is issued.
   virtual aclError Activate(int ordinal, std::string* error) = 0;
   // Whether a kernel of device `ordinal` can read and write memory at p; false with *why saying what p is (host

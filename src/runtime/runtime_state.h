@@ -109,7 +109,7 @@ std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context
 // recorded under function's name; *used (if not null) receives the stream. expected_device >= 0: the stream must
 // belong to that device (ACL_ERROR_RT_STREAM_CONTEXT otherwise). uses: the memory the task touches (strict mode).
 aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used,
-                        int32_t expected_device = -1, std::vector<MemoryUse> uses = {});
+                        int32_t expected_device = -1, std::vector<MemoryUse> uses = {}, bool device_ordered = false);
 
 // Every live stream, oldest first.
 std::vector<std::shared_ptr<Stream>> AllStreamsLocked(RuntimeState& state);

@@ -117,11 +117,11 @@ Stream::~Stream() {
   if (native_stream_ != nullptr) backend_->DestroyNativeStream(ordinal_, native_stream_);
 }
 
-bool Stream::Enqueue(Task task, std::vector<MemoryUse> uses) {
+bool Stream::Enqueue(Task task, std::vector<MemoryUse> uses, bool device_ordered) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return false;
-    queue_.push_back(std::move(task));
+    queue_.push_back(QueuedTask{std::move(task), device_ordered});
     ++enqueued_;
     if (hold_) {
       unfinished_uses_.push_back(std::move(uses));
@@ -186,7 +186,7 @@ StreamFailure Stream::TakeFailure() {
 }
 
 void Stream::Shutdown(bool discard_pending) {
-  std::deque<Task> discarded;
+  std::deque<QueuedTask> discarded;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (joined_) return;
@@ -215,26 +215,59 @@ void Stream::WorkerLoop() {
   std::string activation_error;
   const aclError activation = backend_->Activate(ordinal_, &activation_error);
   std::unique_lock<std::mutex> lock(mutex_);
+  // Device-ordered tasks run without waiting for their device work (native streams only): their count. They are
+  // complete once FinishLaunched has waited for the native stream.
+  uint64_t launched = 0;
   while (true) {
-    if (queue_.empty() && !stopping_ && !hold_ && PollingLeavesKernelsTheirCores()) {
+    if (launched > 0 && !NextMayOverlap(launched)) {
+      if (queue_.empty() && !stopping_) {
+        // The caller usually queues its next call while the device still runs this one: take it if it comes
+        // before the device work ends, so that the device has the next kernels queued behind the current ones.
+        const uint64_t taken = enqueued_.load(std::memory_order_relaxed);
+        lock.unlock();
+        PollBriefly([&] {
+          return enqueued_.load(std::memory_order_acquire) > taken ||
+                 backend_->NativeStreamIdle(ordinal_, native_stream_);
+        });
+        lock.lock();
+      }
+      if (!NextMayOverlap(launched)) {
+        FinishLaunched(lock, launched);
+        launched = 0;
+      }
+    }
+    if (launched == 0 && queue_.empty() && !stopping_ && !hold_ && PollingLeavesKernelsTheirCores()) {
       // A caller that synchronises after each call enqueues the next task soon after this one completes.
       const uint64_t taken = completed_.load(std::memory_order_relaxed);
       lock.unlock();
       PollBriefly([&] { return enqueued_.load(std::memory_order_acquire) > taken; });
       lock.lock();
     }
-    // A held stream's next task (the completed_-th) waits for its release; stopping runs everything.
+    // A held stream's next task (the completed_-th) waits for its release; stopping runs everything. (With tasks
+    // launched, the queue's front is known to be there.)
     work_available_.wait(lock, [&] { return (!queue_.empty() && (!hold_ || completed_ < released_)) || stopping_; });
-    if (queue_.empty()) break;  // stopping, and everything queued has run
-    Task task = std::move(queue_.front());
+    if (queue_.empty()) {
+      if (launched > 0) {  // stopping: the launched tasks complete first
+        FinishLaunched(lock, launched);
+        launched = 0;
+      }
+      break;  // stopping, and everything queued has run
+    }
+    QueuedTask next = std::move(queue_.front());
     queue_.pop_front();
+    // A task that is not device-ordered runs only once the device work before it has finished.
+    if (launched > 0 && !next.device_ordered) {
+      FinishLaunched(lock, launched);
+      launched = 0;
+    }
     // Strict mode: the device memory the task uses is open to it (and to its kernel's threads) while it runs.
     std::vector<MemoryUse> uses;
     if (hold_ && !unfinished_uses_.empty()) uses = unfinished_uses_.front();
+    const bool overlap = next.device_ordered && native_stream_ != nullptr && activation == ACL_SUCCESS;
     lock.unlock();
     if (activation == ACL_SUCCESS) {
       const strict::Access access = strict::Access::Of(uses);
-      RunOne(task);
+      RunOne(next.task, /*wait_for_device=*/!overlap);
     } else {
       // Every task fails with the reason rather than running on the wrong device.
       std::lock_guard<std::mutex> failure_lock(mutex_);
@@ -243,15 +276,41 @@ void Stream::WorkerLoop() {
         failure_.message = StrFormat("stream %p cannot use its device: %s", handle(), activation_error.c_str());
       }
     }
-    task = nullptr;  // release the task's captures before reporting it complete
+    // Release the task's captures before reporting it complete (a launched task's device work needs none of them:
+    // its kernels' arguments were copied at launch).
+    next.task = nullptr;
     lock.lock();
     if (hold_ && !unfinished_uses_.empty()) unfinished_uses_.pop_front();
-    ++completed_;
-    work_completed_.notify_all();
+    if (overlap) {
+      ++launched;
+    } else {
+      ++completed_;
+      work_completed_.notify_all();
+    }
   }
 }
 
-void Stream::RunOne(Task& task) {
+bool Stream::NextMayOverlap(uint64_t launched) const {
+  // At most this many tasks' device work outstanding, so that a program that synchronises with an early task
+  // while others keep queueing work is not kept waiting for long.
+  constexpr uint64_t kMostLaunched = 16;
+  return launched < kMostLaunched && !queue_.empty() && queue_.front().device_ordered && !stopping_;
+}
+
+void Stream::FinishLaunched(std::unique_lock<std::mutex>& lock, uint64_t launched) {
+  lock.unlock();
+  std::string device_error;
+  const aclError device_code = backend_->SynchronizeNativeStream(ordinal_, native_stream_, &device_error);
+  lock.lock();
+  if (device_code != ACL_SUCCESS && failure_.code == ACL_SUCCESS) {
+    failure_.code = device_code;
+    failure_.message = StrFormat("device work of a task on stream %p failed: %s", handle(), device_error.c_str());
+  }
+  completed_ += launched;
+  work_completed_.notify_all();
+}
+
+void Stream::RunOne(Task& task, bool wait_for_device) {
   aclError code = ACL_SUCCESS;
   std::string message;
   try {
@@ -269,7 +328,7 @@ void Stream::RunOne(Task& task) {
     code = ACL_ERROR_INTERNAL_ERROR;
     message = StrFormat("a task on stream %p threw an unknown exception", handle());
   }
-  if (native_stream_ != nullptr) {
+  if (native_stream_ != nullptr && wait_for_device) {
     // The task's device work is part of it (also of a task that failed after enqueueing some): it completes when
     // that has. The task's own failure, if any, is the one reported.
     std::string device_error;

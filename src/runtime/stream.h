@@ -45,8 +45,9 @@ class Stream {
   void* native_stream() const { return native_stream_; }
   int32_t device_id() const { return device_id_; }
 
-  // Appends task (uses: the memory it touches, kept in strict mode); false when the stream is shutting down.
-  bool Enqueue(Task task, std::vector<MemoryUse> uses = {});
+  // Appends task (uses: the memory it touches, kept in strict mode; device_ordered: see EnqueueTaskOnDevice); false
+  // when the stream is shutting down.
+  bool Enqueue(Task task, std::vector<MemoryUse> uses = {}, bool device_ordered = false);
   // Strict mode holds a CPU stream's tasks back until the program synchronises (docs/strict_mode.md): lets every
   // task enqueued so far run.
   void Release();
@@ -70,8 +71,20 @@ class Stream {
  private:
   Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default, Backend* backend,
          int ordinal);
+  struct QueuedTask {
+    Task task;
+    bool device_ordered = false;
+  };
+
   void WorkerLoop();
-  void RunOne(Task& task);
+  // Runs task; wait_for_device: then waits for its device work too (otherwise FinishLaunched does, later).
+  void RunOne(Task& task, bool wait_for_device);
+  // Waits for the device work of the tasks run without waiting (launched of them), records its failure, and counts
+  // them complete. Called and returns with lock held (released while waiting).
+  void FinishLaunched(std::unique_lock<std::mutex>& lock, uint64_t launched);
+  // Whether the worker may run the next task before the device work of the `launched` tasks run without waiting has
+  // finished: it is queued, device-ordered, and not too many are outstanding. Called with mutex_ held.
+  bool NextMayOverlap(uint64_t launched) const;
 
   const uint64_t serial_;
   const void* const owner_handle_;
@@ -85,7 +98,7 @@ class Stream {
   std::mutex mutex_;
   std::condition_variable work_available_;
   std::condition_variable work_completed_;
-  std::deque<Task> queue_;
+  std::deque<QueuedTask> queue_;
   const bool hold_;           // strict mode on the CPU: tasks run only once released
   uint64_t released_ = 0;     // tasks [0, released_) may run (hold_)
   std::deque<std::vector<MemoryUse>> unfinished_uses_;  // per task not yet finished, oldest first (hold_)

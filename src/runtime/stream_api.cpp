@@ -93,12 +93,14 @@ aclError EnqueueTask(aclrtStream stream, Task task) {
   return EnqueueTaskFor("pacl::rt::EnqueueTask", stream, std::move(task), nullptr);
 }
 
-aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t device_id, Task task, std::vector<MemoryUse> uses) {
-  return EnqueueTaskFor("pacl::rt::EnqueueTask", stream, std::move(task), nullptr, device_id, std::move(uses));
+aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t device_id, Task task, std::vector<MemoryUse> uses,
+                             bool device_ordered) {
+  return EnqueueTaskFor("pacl::rt::EnqueueTask", stream, std::move(task), nullptr, device_id, std::move(uses),
+                        device_ordered);
 }
 
 aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std::shared_ptr<Stream>* used,
-                        int32_t expected_device, std::vector<MemoryUse> uses) {
+                        int32_t expected_device, std::vector<MemoryUse> uses, bool device_ordered) {
   if (!task) return Fail(ACL_ERROR_INVALID_PARAM, function, "task must not be empty");
   RuntimeState& state = State();
   std::shared_ptr<Stream> found;
@@ -124,7 +126,7 @@ aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std
                 "streams)",
                 found->handle(), static_cast<int>(found->device_id()), static_cast<int>(expected_device));
   }
-  if (!found->Enqueue(std::move(task), std::move(uses))) {
+  if (!found->Enqueue(std::move(task), std::move(uses), device_ordered)) {
     return Fail(ACL_ERROR_INVALID_PARAM, function, "stream %p is being destroyed", found->handle());
   }
   if (used != nullptr) *used = std::move(found);

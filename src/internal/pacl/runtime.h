@@ -34,9 +34,12 @@ struct MemoryUse {
 // when the calling thread has no current context; an explicit stream may be used from any thread.
 PACL_INTERNAL_API aclError EnqueueTask(aclrtStream stream, Task task);
 // The same, for work of device device_id (an aclrt device id): a stream of another device is refused
-// (ACL_ERROR_RT_STREAM_CONTEXT, with a message naming both devices).
+// (ACL_ERROR_RT_STREAM_CONTEXT, with a message naming both devices). device_ordered: the task only enqueues work on
+// the stream's native stream (CurrentNativeStream), in that stream's order, and reads nothing that earlier tasks'
+// device work writes; such a task may start before the device work of the tasks before it has finished (the worker
+// then waits for several tasks' device work at once), so a stream of operator calls keeps the GPU busy.
 PACL_INTERNAL_API aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t device_id, Task task,
-                                               std::vector<MemoryUse> uses = {});
+                                               std::vector<MemoryUse> uses = {}, bool device_ordered = false);
 // The native stream (cudaStream_t) of the aclrtStream whose task runs on the calling thread; nullptr on the CPU.
 PACL_INTERNAL_API void* CurrentNativeStream();
 

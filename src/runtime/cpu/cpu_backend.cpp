@@ -114,6 +114,7 @@ class CpuDevice final : public Backend {
   }
   void DestroyNativeStream(int, void*) override {}
   aclError SynchronizeNativeStream(int, void*, std::string*) override { return ACL_SUCCESS; }
+  bool NativeStreamIdle(int, void*) override { return true; }
   aclError Activate(int, std::string*) override { return ACL_SUCCESS; }
   bool CanAccess(int, const void*, std::string*) override { return true; }  // every pointer is host memory
 };

@@ -146,6 +146,10 @@ class CudaDevice final : public Backend {
     return Check(cudaStreamSynchronize(static_cast<cudaStream_t>(native)), "the stream's device work", error);
   }
 
+  bool NativeStreamIdle(int, void* native) override {
+    return cudaStreamQuery(static_cast<cudaStream_t>(native)) != cudaErrorNotReady;
+  }
+
   aclError Activate(int ordinal, std::string* error) override {
     return Check(cudaSetDevice(ordinal), "cudaSetDevice", error);
   }
