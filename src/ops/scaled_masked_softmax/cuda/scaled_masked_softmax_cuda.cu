@@ -4,8 +4,9 @@
 // elements, fp32 arithmetic whatever the storage dtype, forward v = mask ? -10000 : x * scale, y = exp(v - max) /
 // sum; backward out = mask ? 0 : (scale * y) * (dy - sum(dy * y)). A row holding an unmasked NaN (or +inf) is NaN
 // everywhere, as on the CPU: the max ignores NaN, so the NaN reaches the sum of exponentials and with it every y
-// (+inf through inf - inf). exp is pacl's (hd::CanonicalExp, the scalar twin of the CPU's vector Exp: the same
-// bits per element, at most about 1 ulp; CUDA's expf allows 2).
+// (+inf through inf - inf). exp is CUDA's expf (at most 2 ulp) in every dtype, so that a FLOAT16/BFLOAT16 output
+// is the FLOAT output rounded once, as on the CPU; hd::CanonicalExp (the CPU's bits, about 1 ulp) took some twenty
+// instructions an element and left the forward issue-bound.
 //
 // Layout: one row per group of kThreadsPerRow threads: a warp for S2 <= 1024, a block of 128 threads above. A row
 // is cut into chunks of 16 bytes of storage (8 FLOAT16/BF16 or 4 FLOAT elements); thread t of a group holds chunks
@@ -14,21 +15,28 @@
 // along S2, 16-byte aligned rows and S2 a multiple of the chunk (the common case), a chunk moves as one 16-byte
 // access (its mask bytes as one 8- or 4-byte access), several in flight per thread; otherwise every element is
 // addressed through its operand's element strides for (b, n, s1, s2) and offset (any view; the mask's strides are
-// 0 along the dims it broadcasts), with the same assignment of elements to threads, hence the same bits.
+// 0 along the dims it broadcasts), with the same assignment of elements to threads, hence the same bits. The
+// forward of vector rows longer than a warp's runs pipelined: a grid of resident blocks, each keeping its next rows'
+// chunks on their way into shared memory (cp.async) while it computes one (see ForwardPipelinedKernel).
 //
 // Determinism: a thread sums its own elements in index order (fused multiply-adds for dy * y), the warp combines
 // the threads' sums by a butterfly, a 128-thread row adds its four warps' totals in warp order. No atomics, no
 // dependence on timing or on the memory layout: the same bits on every run and for every view of the same values.
 // (They are not the CPU's bits: the CPU sums 16 interleaved partials; both are checked against the same float64
 // reference.) No workspace.
+#include <type_traits>
+
 #include "pacl/cuda_kernels.cuh"
-#include "pacl/host_device.h"
 #include "scaled_masked_softmax/scaled_masked_softmax_params.h"
 
 namespace pacl::scaled_masked_softmax {
 namespace {
 
 constexpr int kBlockThreads = 128;
+// The strided (element by element) kernels get at most 64 registers a thread (8 blocks of 128 threads fill a
+// multiprocessor's register file): unbounded, the compiler hoists every element's address and load and takes up to
+// 240, leaving 2 blocks a multiprocessor.
+constexpr int kStridedBlocksPerMultiprocessor = 8;
 // Elements per thread: a row of S2 <= kWarpRowLimit over a warp (no block barriers), a longer one (up to
 // kMaxRowLength) over 128 threads. Measured on an H200, (4, 16, 2048, 2048) FLOAT16: a forward row of 2048 in one
 // warp (64 elements a thread, 106 registers) took 0.91 ms, in 128 threads (16 elements, 51 registers) 0.60 ms.
@@ -101,36 +109,41 @@ __device__ __forceinline__ void StoreChunk(const SoftmaxOperand& operand, int64_
   }
 }
 
-// The mask bytes of a chunk as bits: bit e set when element k0 + e is masked. kVector: one aligned access of
-// kChunk bytes.
+// The mask bytes of a chunk (up to 8): byte e of lo (e < 4) or of hi (e >= 4) nonzero when element k0 + e is
+// masked. Testing a byte in place takes two instructions; gathering the bytes into a bit field took four more.
+struct MaskChunk {
+  unsigned lo = 0;
+  unsigned hi = 0;
+};
+// Whether element e of the chunk is masked (e is a compile-time constant once the element loops are unrolled).
 template <int V>
-struct MaskWordOf;
-template <>
-struct MaskWordOf<8> {
-  using type = unsigned long long;
-};
-template <>
-struct MaskWordOf<4> {
-  using type = unsigned int;
-};
+__device__ __forceinline__ bool IsMaskedAt(const MaskChunk& m, int e) {
+  const unsigned word = e < 4 ? m.lo : m.hi;
+  return (word & (0xFFu << (8 * (e & 3)))) != 0;
+}
 
+// kVector: one aligned access of kChunk bytes; otherwise byte by byte through strides[3] (nothing past the row's
+// end).
 template <int V, bool kVector>
-__device__ __forceinline__ unsigned LoadMaskChunk(const SoftmaxOperand& mask, int64_t row_start, int64_t k0,
-                                                  int64_t n) {
+__device__ __forceinline__ MaskChunk LoadMaskChunk(const SoftmaxOperand& mask, int64_t row_start, int64_t k0,
+                                                   int64_t n) {
   const uint8_t* data = static_cast<const uint8_t*>(mask.desc.data);
-  unsigned bits = 0;
-  if constexpr (kVector) {
-    using Word = typename MaskWordOf<V>::type;
-    const Word word = *reinterpret_cast<const Word*>(data + row_start + k0);
-#pragma unroll
-    for (int e = 0; e < V; ++e) bits |= ((word >> (8 * e)) & 0xFF) != 0 ? 1u << e : 0u;
+  MaskChunk chunk;
+  if constexpr (kVector && V == 8) {
+    const uint2 word = *reinterpret_cast<const uint2*>(data + row_start + k0);
+    chunk.lo = word.x;
+    chunk.hi = word.y;
+  } else if constexpr (kVector) {
+    chunk.lo = *reinterpret_cast<const unsigned*>(data + row_start + k0);
   } else {
 #pragma unroll
     for (int e = 0; e < V; ++e) {
-      if (k0 + e < n && data[row_start + (k0 + e) * mask.strides[3]] != 0) bits |= 1u << e;
+      if (k0 + e < n && data[row_start + (k0 + e) * mask.strides[3]] != 0) {
+        (e < 4 ? chunk.lo : chunk.hi) |= 1u << (8 * (e & 3));
+      }
     }
   }
-  return bits;
+  return chunk;
 }
 
 struct Max {
@@ -150,8 +163,65 @@ __device__ __forceinline__ float RowReduce(float v, float* scratch, Combine comb
   return combine(combine(scratch[0], scratch[1]), combine(scratch[2], scratch[3]));
 }
 
+// e^x of x <= 0 (or NaN) for the forward. FLOAT: CUDA's expf (at most 2 ulp; a few fused multiply-adds around the
+// special-function unit's 2^x), where hd::CanonicalExp (the CPU's bits, about 1 ulp) took some twenty instructions.
+// FLOAT16/BFLOAT16: the special-function unit's 2^x of x * log2(e) alone (ex2.approx, subnormal results kept: two
+// instructions): its error, under 2^-21 relative for the x > -104 whose e^x a BFLOAT16 can hold, is far below half a
+// unit of the stored result (2^-12, 2^-9). Either way an element's exponential depends on its value alone.
+template <class Storage>
+__device__ __forceinline__ float RowExp(float x) {
+  if constexpr (std::is_same_v<Storage, float>) {
+    return expf(x);
+  } else {
+    float y;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
+  }
+}
+
+// The forward of one row held by a group of kThreadsPerRow threads, thread t holding chunks t, t + kThreadsPerRow,
+// ... (v: the logits as loaded, masked: their mask bytes): v becomes the outputs. Elements past the row's end (k >=
+// n) take no part; kWholeChunks (n a multiple of V) tests that once a chunk.
+template <class Storage, int kThreadsPerRow, int kChunks, bool kWholeChunks>
+__device__ __forceinline__ void SoftmaxRow(float* v, const MaskChunk* masked, int t, int64_t n, float scale,
+                                           float* scratch) {
+  constexpr int V = kChunk<Storage>;
+  float local_max = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) {
+    const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      float& value = v[j * V + e];
+      if (kWholeChunks ? k0 < n : k0 + e < n) {
+        value = IsMaskedAt<V>(masked[j], e) ? kMaskedLogit : value * scale;
+        local_max = fmaxf(local_max, value);
+      } else {
+        value = -INFINITY;
+      }
+    }
+  }
+  const float row_max = RowReduce<kThreadsPerRow>(local_max, scratch, Max());
+  float local_sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) {
+    const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      if (kWholeChunks ? k0 < n : k0 + e < n) {
+        v[j * V + e] = RowExp<Storage>(v[j * V + e] - row_max);
+        local_sum += v[j * V + e];
+      }
+    }
+  }
+  // The row max contributes exp(0) = 1, so the sum is >= 1 (or NaN).
+  const float inverse_sum = 1.0f / RowReduce<kThreadsPerRow>(local_sum, scratch, cuda::Plus());
+#pragma unroll
+  for (int j = 0; j < kChunks * V; ++j) v[j] *= inverse_sum;
+}
+
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardParams p, int64_t rows) {
+__global__ void __launch_bounds__(kBlockThreads, kVector ? 1 : kStridedBlocksPerMultiprocessor) ForwardKernel(const ForwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
   static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements a thread");
   constexpr int V = kChunk<Storage>;
@@ -165,64 +235,129 @@ __global__ void __launch_bounds__(kBlockThreads) ForwardKernel(const ForwardPara
     const RowIndex r = RowOf(p.shape, row);
     const int64_t x_start = RowStart(p.x, r);
     const int64_t mask_start = RowStart(p.mask, r);
-    const int64_t y_start = RowStart(p.y, r);
     float v[kChunks * V];
-    unsigned masked[kChunks];
+    MaskChunk masked[kChunks];
     // All loads first, so that they are in flight together.
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
       const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
-      masked[j] = 0;
       if (k0 < n) {
         LoadChunk<Storage, kVector>(p.x, x_start, k0, n, v + j * V);
         masked[j] = LoadMaskChunk<V, kVector>(p.mask, mask_start, k0, n);
       }
     }
-    float local_max = -INFINITY;
+    SoftmaxRow<Storage, kThreadsPerRow, kChunks, kVector>(v, masked, t, n, p.scale, scratch);
+    const int64_t y_start = RowStart(p.y, r);
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
       const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        float& value = v[j * V + e];
-        if (k0 + e < n) {
-          value = (masked[j] >> e) & 1u ? kMaskedLogit : value * p.scale;
-          local_max = fmaxf(local_max, value);
-        } else {
-          value = -INFINITY;
-        }
-      }
-    }
-    const float row_max = RowReduce<kThreadsPerRow>(local_max, scratch, Max());
-    float local_sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if (k0 + e < n) {
-          v[j * V + e] = hd::CanonicalExp(v[j * V + e] - row_max);
-          local_sum += v[j * V + e];
-        }
-      }
-    }
-    // The row max contributes exp(0) = 1, so the sum is >= 1 (or NaN).
-    const float inverse_sum = 1.0f / RowReduce<kThreadsPerRow>(local_sum, scratch, cuda::Plus());
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
-      if (k0 < n) {
-        float out[V];
-#pragma unroll
-        for (int e = 0; e < V; ++e) out[e] = v[j * V + e] * inverse_sum;
-        StoreChunk<Storage, kVector>(p.y, y_start, k0, n, out);
-      }
+      if (k0 < n) StoreChunk<Storage, kVector>(p.y, y_start, k0, n, v + j * V);
     }
   }
 }
 
+// ---- The pipelined forward: long rows of 16-byte chunks ----
+//
+// A block of kBlockThreads threads works through rows blockIdx.x, blockIdx.x + gridDim.x, ... (a grid of as many
+// blocks as the GPU holds at once) and keeps the next kStages - 1 rows' logits and mask bytes on their way into
+// shared memory (cp.async) while it computes the current one: the register kernel has only the rows of its resident
+// blocks in flight, and each of them only until its loads land, too few bytes to cover the memory latency (it ran
+// at 66-69% of copy bandwidth on an H100). Each thread copies exactly the chunks it later reads (the register
+// kernel's assignment), so no barrier guards the stages, and the arithmetic is SoftmaxRow's: the same bits.
+constexpr int kStages = 3;
+
+template <class Storage, int kChunks>
+struct PipelineStage {
+  uint4 x[kChunks][kBlockThreads];
+  uint2 mask[kChunks][kBlockThreads];  // kChunk bytes used (the copies write 8 or 4)
+};
+
+__device__ __forceinline__ void CopyAsync16(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(global) : "memory");
+}
+template <int kBytes>
+__device__ __forceinline__ void CopyAsyncSmall(void* shared, const void* global) {
+  static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(address), "l"(global), "n"(kBytes) : "memory");
+}
+__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void WaitCopies() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Starts the copies of row `row`'s chunks of this thread into `stage` (nothing past the last row), and commits
+// them as one group (an empty one past the last row, so that the group count stays one per row).
+template <class Storage, int kChunks>
+__device__ __forceinline__ void IssueRow(const ForwardParams& p, int64_t row, int64_t rows,
+                                         PipelineStage<Storage, kChunks>& stage) {
+  constexpr int V = kChunk<Storage>;
+  if (row < rows) {
+    const RowIndex r = RowOf(p.shape, row);
+    const Storage* x = static_cast<const Storage*>(p.x.desc.data) + RowStart(p.x, r);
+    const uint8_t* mask = static_cast<const uint8_t*>(p.mask.desc.data) + RowStart(p.mask, r);
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (threadIdx.x + int64_t{j} * kBlockThreads) * V;
+      if (k0 < p.shape.key_len) {
+        CopyAsync16(&stage.x[j][threadIdx.x], x + k0);
+        CopyAsyncSmall<V>(&stage.mask[j][threadIdx.x], mask + k0);
+      }
+    }
+  }
+  CommitCopies();
+}
+
+template <class Storage, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads) ForwardPipelinedKernel(const ForwardParams p, int64_t rows) {
+  constexpr int V = kChunk<Storage>;
+  __shared__ PipelineStage<Storage, kChunks> stages[kStages];
+  __shared__ float scratch[kBlockThreads / 32];
+  const int t = threadIdx.x;
+  const int64_t n = p.shape.key_len;
+  const int64_t step = gridDim.x;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) IssueRow(p, blockIdx.x + s * step, rows, stages[s]);
+  int stage = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += step) {
+    IssueRow(p, row + (kStages - 1) * step, rows, stages[(stage + kStages - 1) % kStages]);
+    WaitCopies<kStages - 1>();  // this row's group has landed
+    float v[kChunks * V];
+    MaskChunk masked[kChunks];
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kBlockThreads) * V;
+      if (k0 < n) {
+        const uint4 raw = stages[stage].x[j][t];
+        const Storage* elements = reinterpret_cast<const Storage*>(&raw);
+#pragma unroll
+        for (int e = 0; e < V; ++e) v[j * V + e] = cuda::ToCompute(elements[e]);
+        const uint2 word = stages[stage].mask[j][t];
+        masked[j].lo = word.x;
+        masked[j].hi = V == 8 ? word.y : 0u;
+      }
+    }
+    SoftmaxRow<Storage, kBlockThreads, kChunks, true>(v, masked, t, n, p.scale, scratch);
+    const int64_t y_start = RowStart(p.y, RowOf(p.shape, row));
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t k0 = (t + int64_t{j} * kBlockThreads) * V;
+      if (k0 < n) StoreChunk<Storage, true>(p.y, y_start, k0, n, v + j * V);
+    }
+    stage = (stage + 1) % kStages;
+  }
+  WaitCopies<0>();  // no copy outlives the block
+}
+
+// Whether the pipelined forward's stages for kChunks chunks a thread fit the 48 KiB of static shared memory.
+template <class Storage, int kChunks>
+constexpr bool kPipelineFits = kStages * sizeof(PipelineStage<Storage, kChunks>) <= 40 * 1024;
+
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardParams p, int64_t rows) {
+__global__ void __launch_bounds__(kBlockThreads, kVector ? 1 : kStridedBlocksPerMultiprocessor) BackwardKernel(const BackwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
   static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements a thread");
   constexpr int V = kChunk<Storage>;
@@ -239,11 +374,10 @@ __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardPa
     const int64_t out_start = RowStart(p.out, r);
     float dy[kChunks * V];
     float y[kChunks * V];
-    unsigned masked[kChunks];
+    MaskChunk masked[kChunks];
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
       const int64_t k0 = (t + int64_t{j} * kThreadsPerRow) * V;
-      masked[j] = 0;
 #pragma unroll
       for (int e = 0; e < V; ++e) dy[j * V + e] = y[j * V + e] = 0.0f;
       if (k0 < n) {
@@ -269,7 +403,7 @@ __global__ void __launch_bounds__(kBlockThreads) BackwardKernel(const BackwardPa
         float g[V];
 #pragma unroll
         for (int e = 0; e < V; ++e) {
-          g[e] = (masked[j] >> e) & 1u ? 0.0f : (p.scale * y[j * V + e]) * (dy[j * V + e] - s);
+          g[e] = IsMaskedAt<V>(masked[j], e) ? 0.0f : (p.scale * y[j * V + e]) * (dy[j * V + e] - s);
         }
         StoreChunk<Storage, kVector>(p.out, out_start, k0, n, g);
       }
@@ -347,10 +481,35 @@ aclnnStatus Launch(const char* op_name, const Params& params, aclDataType dtype,
   });
 }
 
+// Blocks of `kernel` (kBlockThreads threads each) that the current GPU holds at once: the grid of a kernel that
+// walks its rows with a block-stride loop. Blocks per multiprocessor depend on the kernel alone, so they are asked
+// once.
+template <class Kernel>
+unsigned int ResidentBlocks(Kernel kernel) {
+  static const int per_multiprocessor = [kernel] {
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kBlockThreads, 0) != cudaSuccess) blocks = 1;
+    return blocks > 0 ? blocks : 1;
+  }();
+  int device = 0;
+  int multiprocessors = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    multiprocessors = 1;
+  }
+  return static_cast<unsigned int>(per_multiprocessor * (multiprocessors > 0 ? multiprocessors : 1));
+}
+
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
 struct ForwardLauncher {
   static void Run(const ForwardParams& p, int64_t rows, unsigned int blocks, cudaStream_t stream) {
-    ForwardKernel<Storage, kThreadsPerRow, kVector, kChunks><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
+    if constexpr (kThreadsPerRow == kBlockThreads && kVector && kPipelineFits<Storage, kChunks>) {
+      const auto kernel = ForwardPipelinedKernel<Storage, kChunks>;
+      const unsigned int resident = ResidentBlocks(kernel);
+      kernel<<<rows < resident ? static_cast<unsigned int>(rows) : resident, kBlockThreads, 0, stream>>>(p, rows);
+    } else {
+      ForwardKernel<Storage, kThreadsPerRow, kVector, kChunks><<<blocks, kBlockThreads, 0, stream>>>(p, rows);
+    }
   }
 };
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
