@@ -2,19 +2,31 @@
 //
 // Problem: that of the CPU kernels (see the NOTE in cpu/nsa_compress_cpu.cpp). Which sequence holds a token or a
 // block, and which blocks cover a token, come from nsa_compress_blocks.h, the code the CPU runs. The sequences
-// (from the host array actSeqLen, listed in phase 1) are copied into the workspace at the start of each run. fp32
+// (from the host array actSeqLen, listed in phase 1) are copied into the workspace at the start of each run (up to
+// 64 as a kernel argument, more by a copy from host memory). fp32
 // arithmetic, one rounding per output element.
 //
-// Forward: one thread per output element (block, head, d), d fastest (adjacent threads read adjacent elements of
-// each input row): out = sum over j ascending of weight[j, n] * input[start + j, n, d].
-// Backward, inputGrad: one thread per element (t, n, d): the sum over the covering blocks, ascending, of
-// weight[j, n] * outputGrad[block, n, d] (0 when no block covers t).
-// Backward, weightGrad[j, n] = sum over blocks and d of outputGrad[block, n, d] * input[start + j, n, d]: one warp
-// per (chunk of kBlocksPerChunk blocks, n, j) sums its chunk (blocks ascending, lane owning d = lane, lane + 32,
-// ..., each lane in order, then a warp butterfly) into a partial in the workspace; one thread per (j, n) then adds
-// the chunks' partials in ascending order. Every order is fixed by the shape and actSeqLen: bit-identical on every
-// run. Workspace: the sequences and (backward) the partials, chunks * blockSize * N fp32.
+// Two layouts of the threads, chosen by D alone. Row chunks (D / 8 a power of two <= 32, e.g. D = 64, 128, 256): a
+// thread owns a chunk of 8 elements of a row, the G = D / 8 threads of a row are adjacent lanes of one warp; a chunk
+// moves as one 16-byte access where every (T, N, D) operand has unit stride along D and 16-byte aligned rows (the
+// common case), element by element through the strides otherwise, with the same arithmetic. Elements (any other D):
+// a thread owns one element. Forward and inputGrad sum the same terms in the same order in both layouts:
+// Forward: out[block, n, d] = sum over j ascending of weight[j, n] * input[start + j, n, d], from 0.
+// Backward, inputGrad[t, n, d]: the sum over the blocks covering t, ascending, of weight[j, n] * outputGrad[block,
+// n, d] (0 when no block covers t).
+// Backward, weightGrad[j, n] = sum over blocks and d of outputGrad[block, n, d] * input[start + j, n, d].
+//   Row chunks: the inputGrad kernel, which reads outputGrad[block, n, :] for each block covering token t = start +
+//   j anyway, also reads input[t, n, :] and forms the row's dot product (each lane its chunk's 8 products in order,
+//   then a butterfly over the row's G lanes) into dots[j][n][block] in the workspace: written once each, by the
+//   token's row, so the input is read once in all. Then one thread block per (j, n) adds dots[j][n][.] over the
+//   blocks in a fixed order (WeightGradFromDotsKernel). Workspace: blocks * blockSize * N fp32.
+//   Element layout: one warp per (chunk of kBlocksPerChunk blocks, n, j) sums its chunk (blocks ascending, lane
+//   owning d = lane, lane + 32, ..., each lane in order, then a warp butterfly) into a partial; one thread per
+//   (j, n) then adds the chunks' partials in ascending order. Workspace: chunks * blockSize * N fp32.
+// Every order is fixed by the shape and actSeqLen: the same bits on every run, for every view of the same values.
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "nsa_compress/nsa_compress_blocks.h"
@@ -49,6 +61,179 @@ __device__ __forceinline__ int64_t BlockStart(const Sequence* sequences, int64_t
   if (q >= count) return -1;
   return sequences[q].start + (block - sequences[q].first_block) * stride;
 }
+
+// ---- Row chunks ----
+
+constexpr int kChunk = 8;  // FLOAT16/BFLOAT16 elements in 16 bytes
+// Covering blocks of a token whose outputGrad rows the inputGrad kernel loads up front: 2, as many as NSA's usual
+// blockSize = 2 * stride gives (more are loaded as they come).
+constexpr int kHeld = 2;
+
+// Elements [d, d + 8) of row (i0, n) as floats, and back (one rounding each). kVector: one 16-byte access (unit
+// stride along D, aligned rows); otherwise element by element through the strides.
+template <class Storage, bool kVector>
+__device__ __forceinline__ void LoadRowChunk(const TensorDesc& t, int64_t i0, int64_t n, int64_t d, float* out) {
+  const Storage* data = static_cast<const Storage*>(t.data);
+  if constexpr (kVector) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(data + RowElement(t, i0, n, d));
+    const Storage* values = reinterpret_cast<const Storage*>(&raw);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) out[e] = cuda::ToCompute(values[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) out[e] = cuda::ToCompute(data[RowElement(t, i0, n, d + e)]);
+  }
+}
+template <class Storage, bool kVector>
+__device__ __forceinline__ void StoreRowChunk(const TensorDesc& t, int64_t i0, int64_t n, int64_t d, const float* in) {
+  Storage* data = static_cast<Storage*>(t.data);
+  if constexpr (kVector) {
+    uint4 raw;
+    Storage* values = reinterpret_cast<Storage*>(&raw);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) values[e] = cuda::FromCompute<Storage>(in[e]);
+    *reinterpret_cast<uint4*>(data + RowElement(t, i0, n, d)) = raw;
+  } else {
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) data[RowElement(t, i0, n, d + e)] = cuda::FromCompute<Storage>(in[e]);
+  }
+}
+
+// The sum of one value per lane over the aligned group of kGroup lanes holding a row (a butterfly: the same bits in
+// every lane of the group). Every lane of the warp takes part.
+template <int kGroup>
+__device__ __forceinline__ float GroupSum(float v) {
+#pragma unroll
+  for (int offset = kGroup / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+struct LargerCount {
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return a > b ? a : b; }
+};
+
+// out[block, n, 8c .. 8c + 8): one thread per (block, n, c), c < dim / 8.
+template <class Storage, bool kVector>
+__global__ void __launch_bounds__(kThreads)
+    ForwardRowsKernel(const Tensors p, const Sequence* sequences, int64_t sequence_count) {
+  const NsaShape& s = p.shape;
+  const int64_t group = s.dim / kChunk;
+  const int64_t count = s.blocks * s.heads * group;
+  for (int64_t index = cuda::GridStart(); index < count; index += cuda::GridStride()) {
+    const int64_t d = (index % group) * kChunk;
+    const int64_t n = (index / group) % s.heads;
+    const int64_t block = index / (group * s.heads);
+    const int64_t start = BlockStart(sequences, sequence_count, s.stride, block);
+    float sum[kChunk] = {};
+    if (start >= 0) {
+#pragma unroll 4
+      for (int64_t j = 0; j < s.block_size; ++j) {
+        float x[kChunk];
+        LoadRowChunk<Storage, kVector>(p.input, start + j, n, d, x);
+        const float w = Weight(p.weight, j, n);
+#pragma unroll
+        for (int e = 0; e < kChunk; ++e) sum[e] = fmaf(w, x[e], sum[e]);
+      }
+    }
+    StoreRowChunk<Storage, kVector>(p.output, block, n, d, sum);
+  }
+}
+
+// inputGrad[t, n, 8c .. 8c + 8) and the dots of row (t, n) with the outputGrad rows of the blocks covering t:
+// one thread per (t, n, c), kGroup = dim / 8 lanes a row. The loop runs over whole warps (the group sums need every
+// lane); lanes past the end take part without touching memory.
+template <class Storage, int kGroup, bool kVector>
+__global__ void __launch_bounds__(kThreads)
+    InputGradRowsKernel(const Tensors p, const Sequence* sequences, int64_t sequence_count, float* dots) {
+  const NsaShape& s = p.shape;
+  const int64_t count = s.tokens * s.heads * kGroup;
+  const int lane = threadIdx.x % 32;
+  const int64_t warp_stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t base = cuda::GridStart() - lane; base < count; base += warp_stride) {
+    const int64_t index = base + lane;
+    const bool active = index < count;
+    const int64_t d = (index % kGroup) * kChunk;
+    const int64_t n = (index / kGroup) % s.heads;
+    const int64_t t = index / (kGroup * s.heads);
+    const int64_t q = active ? SequenceOfToken(sequences, sequence_count, t) : sequence_count;
+    Sequence seq;
+    CoveringBlocks covering;
+    if (q < sequence_count) {
+      seq = sequences[q];
+      covering = BlocksCovering(t - seq.start, s.block_size, s.stride, seq.blocks);
+    }
+    // The covering counts of the warp's rows may differ: every lane runs the largest.
+    const int64_t rounds = cuda::WarpReduce(covering.count, LargerCount());
+    // The input chunk and the first kHeld covering blocks' outputGrad chunks and weights are loaded before any is
+    // used, so that their latencies overlap (one round after another left the kernel latency-bound).
+    float x[kChunk] = {};
+    float g[kHeld][kChunk] = {};
+    float w[kHeld] = {};
+    if (covering.count > 0) LoadRowChunk<Storage, kVector>(p.input, t, n, d, x);
+#pragma unroll
+    for (int r = 0; r < kHeld; ++r) {
+      if (r < covering.count) {
+        const int64_t k = covering.first + r;
+        LoadRowChunk<Storage, kVector>(p.output_grad, seq.first_block + k, n, d, g[r]);
+        w[r] = Weight(p.weight, t - seq.start - k * s.stride, n);
+      }
+    }
+    float sum[kChunk] = {};
+    for (int64_t r = 0; r < rounds; ++r) {
+      const bool covered = r < covering.count;
+      const int64_t k = covering.first + r;
+      const int64_t j = t - seq.start - k * s.stride;
+      float dot = 0.0f;
+      if (covered) {
+        float later_g[kChunk];
+        float later_w = 0.0f;
+        if (r >= kHeld) {
+          LoadRowChunk<Storage, kVector>(p.output_grad, seq.first_block + k, n, d, later_g);
+          later_w = Weight(p.weight, j, n);
+        }
+        const float* row_g = r < kHeld ? g[r] : later_g;
+        const float weight = r < kHeld ? w[r] : later_w;
+#pragma unroll
+        for (int e = 0; e < kChunk; ++e) {
+          sum[e] = fmaf(weight, row_g[e], sum[e]);
+          dot = fmaf(row_g[e], x[e], dot);
+        }
+      }
+      dot = GroupSum<kGroup>(dot);
+      if (covered && index % kGroup == 0) dots[(j * s.heads + n) * s.blocks + seq.first_block + k] = dot;
+    }
+    if (active) StoreRowChunk<Storage, kVector>(p.input_grad, t, n, d, sum);
+  }
+}
+
+// weightGrad[j, n] = the sum over blocks of dots[j][n][block]: one thread block per (j, n), thread i adding the
+// blocks i, i + kThreads, ... in order (a few loads each, all in flight), then the warps' butterflies and the
+// warps' totals in warp order.
+template <class Storage>
+__global__ void __launch_bounds__(kThreads) WeightGradFromDotsKernel(const Tensors p, const float* dots) {
+  const NsaShape& s = p.shape;
+  __shared__ float warp_sums[kThreads / 32];
+  for (int64_t w = blockIdx.x; w < s.block_size * s.heads; w += gridDim.x) {
+    const int64_t n = w % s.heads;
+    const int64_t j = w / s.heads;
+    const float* row = dots + w * s.blocks;  // dots[j][n][.]
+    float sum = 0.0f;
+#pragma unroll 4
+    for (int64_t block = threadIdx.x; block < s.blocks; block += kThreads) sum += row[block];
+    sum = cuda::WarpSum(sum);
+    __syncthreads();  // the previous (j, n)'s reads of warp_sums are done
+    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float total = 0.0f;
+      for (int k = 0; k < kThreads / 32; ++k) total += warp_sums[k];
+      const TensorDesc& wg = p.weight_grad;
+      cuda::Store<Storage>(wg, wg.offset + j * wg.strides[0] + n * wg.strides[1], total);
+    }
+  }
+}
+
+// ---- Element layout ----
 
 template <class Storage>
 __global__ void __launch_bounds__(kThreads)
@@ -139,6 +324,58 @@ __global__ void __launch_bounds__(kThreads) WeightGradKernel(const Tensors p, co
   }
 }
 
+// ---- Host side ----
+
+// Whether a (T, N, D) view's rows can move as 16-byte chunks: unit stride along D and the first element of every
+// row 16-byte aligned.
+bool RowsInChunks(const TensorDesc& t) {
+  const auto aligned = [](int64_t elements) { return elements % kChunk == 0; };
+  return (t.strides[2] == 1 || t.shape[2] <= 1) && reinterpret_cast<uintptr_t>(t.data) % 16 == 0 &&
+         aligned(t.offset) && (t.shape[0] <= 1 || aligned(t.strides[0])) && (t.shape[1] <= 1 || aligned(t.strides[1]));
+}
+
+// Lanes a row takes in the row-chunk layout (dim / 8, a power of two <= 32), or 0 where that layout does not apply.
+// It depends on D alone, so every view of the same values gives the same bits.
+int RowGroup(const NsaShape& s) {
+  if (s.dim % kChunk != 0) return 0;
+  const int64_t group = s.dim / kChunk;
+  return group <= 32 && (group & (group - 1)) == 0 ? static_cast<int>(group) : 0;
+}
+
+// Whether every (T, N, D) operand's rows move as 16-byte accesses (else the row-chunk kernels address elements).
+bool VectorRows(std::initializer_list<const TensorDesc*> rows) {
+  for (const TensorDesc* t : rows) {
+    if (!RowsInChunks(*t)) return false;
+  }
+  return true;
+}
+
+// Calls launch(std::bool_constant<kVector>{}).
+template <class Launcher>
+void WithVectorRows(bool vector, Launcher&& launch) {
+  if (vector) return launch(std::true_type{});
+  return launch(std::false_type{});
+}
+
+// Calls launch(std::integral_constant<int, G>{}) for the row group G (1, 2, 4, 8, 16 or 32).
+template <class Launcher>
+void WithRowGroup(int group, Launcher&& launch) {
+  switch (group) {
+    case 1:
+      return launch(std::integral_constant<int, 1>{});
+    case 2:
+      return launch(std::integral_constant<int, 2>{});
+    case 4:
+      return launch(std::integral_constant<int, 4>{});
+    case 8:
+      return launch(std::integral_constant<int, 8>{});
+    case 16:
+      return launch(std::integral_constant<int, 16>{});
+    default:
+      return launch(std::integral_constant<int, 32>{});
+  }
+}
+
 // The sequences' bytes, and the partials' (backward).
 WorkspacePlan Plan(size_t sequence_count, int64_t partial_count) {
   WorkspacePlan plan;
@@ -149,6 +386,19 @@ WorkspacePlan Plan(size_t sequence_count, int64_t partial_count) {
   }
   plan.bytes = layout.TotalBytes();
   return plan;
+}
+
+// Up to this many sequences reach the GPU as a kernel argument, which a one-block kernel stores into the workspace:
+// a cudaMemcpyAsync from pageable host memory first waits for the stream's earlier work, which would leave the GPU
+// idle between calls queued back to back. More go by that copy.
+constexpr int kInlineSequences = 64;
+struct InlineSequences {
+  Sequence items[kInlineSequences];
+};
+static_assert(sizeof(InlineSequences) + 64 <= 4096, "kernel arguments stay within 4 KiB");
+
+__global__ void StoreSequencesKernel(const InlineSequences sequences, int64_t count, Sequence* out) {
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) out[i] = sequences.items[i];
 }
 
 // What a launch needs besides the tensors: the stream and the device copy of the sequences.
@@ -169,8 +419,16 @@ aclnnStatus Launch(const char* op_name, const std::vector<Sequence>& sequences, 
   call.sequence_count = static_cast<int64_t>(sequences.size());
   Sequence* device_sequences = cuda::WorkspaceArray<Sequence>(context.workspace, plan.device_sequences);
   call.sequences = device_sequences;
-  if (!sequences.empty() && cudaMemcpyAsync(device_sequences, sequences.data(), sequences.size() * sizeof(Sequence),
-                                            cudaMemcpyHostToDevice, call.stream) != cudaSuccess) {
+  if (sequences.size() <= static_cast<size_t>(kInlineSequences)) {
+    if (!sequences.empty()) {
+      InlineSequences inline_sequences;
+      for (size_t i = 0; i < sequences.size(); ++i) inline_sequences.items[i] = sequences[i];
+      StoreSequencesKernel<<<1, kInlineSequences, 0, call.stream>>>(inline_sequences, call.sequence_count,
+                                                                    device_sequences);
+      if (aclnnStatus status = cuda::LaunchStatus(op_name, "storing the sequences")) return status;
+    }
+  } else if (cudaMemcpyAsync(device_sequences, sequences.data(), sequences.size() * sizeof(Sequence),
+                             cudaMemcpyHostToDevice, call.stream) != cudaSuccess) {
     return cuda::LaunchStatus(op_name, "copying the sequences");
   }
   return cuda::DispatchFloating</*kWithDouble=*/false>(op_name, tensors.input.dtype, [&](auto storage) {
@@ -189,7 +447,9 @@ uint64_t PlanForwardCuda(ForwardParams* params) {
 uint64_t PlanBackwardCuda(BackwardParams* params) {
   const NsaShape& s = params->shape;
   const int64_t chunks = (s.blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
-  params->workspace = Plan(params->sequences.size(), chunks * s.heads * s.block_size);
+  // Row chunks: a dot per (block, j, n); elements: a partial per (chunk, n, j).
+  const int64_t partials = RowGroup(s) > 0 ? s.blocks : chunks;
+  params->workspace = Plan(params->sequences.size(), partials * s.heads * s.block_size);
   return params->workspace.bytes;
 }
 
@@ -202,7 +462,14 @@ aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context)
   tensors.output = p.output;
   return Launch(kForwardName, p.sequences, p.workspace, tensors, context, [&](auto storage, const Call& call) {
     using Storage = decltype(storage);
-    if (count > 0) {
+    if (count == 0) return;
+    if (RowGroup(p.shape) > 0) {
+      WithVectorRows(VectorRows({&p.input, &p.output}), [&](auto vector) {
+        ForwardRowsKernel<Storage, decltype(vector)::value>
+            <<<cuda::GridBlocks(count / kChunk, kThreads), kThreads, 0, call.stream>>>(tensors, call.sequences,
+                                                                                         call.sequence_count);
+      });
+    } else {
       ForwardKernel<Storage><<<cuda::GridBlocks(count, kThreads), kThreads, 0, call.stream>>>(
           tensors, call.sequences, call.sequence_count);
     }
@@ -221,11 +488,30 @@ aclnnStatus RunBackwardCuda(const BackwardParams& p, const KernelContext& contex
   return Launch(kBackwardName, p.sequences, p.workspace, tensors, context, [&](auto storage, const Call& call) {
     using Storage = decltype(storage);
     const int64_t input_count = s.tokens * s.heads * s.dim;
+    const int64_t weight_count = s.block_size * s.heads;
+    if (const int group = RowGroup(s)) {
+      float* dots = s.blocks > 0 ? cuda::WorkspaceArray<float>(context.workspace, p.workspace.weight_grad_partials)
+                                 : nullptr;
+      if (input_count > 0) {
+        const bool vector = VectorRows({&p.output_grad, &p.input, &p.input_grad});
+        WithRowGroup(group, [&](auto group_constant) {
+          WithVectorRows(vector, [&](auto vector_constant) {
+            InputGradRowsKernel<Storage, decltype(group_constant)::value, decltype(vector_constant)::value>
+                <<<cuda::GridBlocks(input_count / kChunk, kThreads), kThreads, 0, call.stream>>>(
+                    tensors, call.sequences, call.sequence_count, dots);
+          });
+        });
+      }
+      if (weight_count > 0) {
+        WeightGradFromDotsKernel<Storage><<<cuda::GridBlocks(weight_count, 1), kThreads, 0, call.stream>>>(tensors,
+                                                                                                        dots);
+      }
+      return;
+    }
     if (input_count > 0) {
       InputGradKernel<Storage><<<cuda::GridBlocks(input_count, kThreads), kThreads, 0, call.stream>>>(
           tensors, call.sequences, call.sequence_count);
     }
-    const int64_t weight_count = s.block_size * s.heads;
     if (weight_count == 0) return;
     const int64_t chunks = (s.blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
     float* partials = chunks > 0 ? cuda::WorkspaceArray<float>(context.workspace, p.workspace.weight_grad_partials)
