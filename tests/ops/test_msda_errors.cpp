@@ -440,8 +440,10 @@ class MsdaConstraints : public MsdaValidationBase, public testing::TestWithParam
 };
 
 // CANN's channel rule (a multiple of 8 in [8, 256]) is extended: any other count binds the CPU's generic kernels.
+// The CUDA kernels take any count up to 256 (more get 161002: no implementation).
 TEST_P(MsdaConstraints, ChannelsBeyondCannsRuleAreAccepted) {
   for (int64_t c : {12, 4, 1, 255, 264, 1025}) {
+    if (c > 256 && !optest::DeviceIsCpu()) continue;
     SCOPED_TRACE(c);
     Dims d;
     d.c = c;
