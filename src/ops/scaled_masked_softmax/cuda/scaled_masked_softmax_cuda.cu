@@ -221,7 +221,8 @@ __device__ __forceinline__ void SoftmaxRow(float* v, const MaskChunk* masked, in
 }
 
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads, kVector ? 1 : kStridedBlocksPerMultiprocessor) ForwardKernel(const ForwardParams p, int64_t rows) {
+__global__ void __launch_bounds__(kBlockThreads, kVector ? 1 : kStridedBlocksPerMultiprocessor)
+    ForwardKernel(const ForwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
   static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements a thread");
   constexpr int V = kChunk<Storage>;
@@ -357,7 +358,8 @@ template <class Storage, int kChunks>
 constexpr bool kPipelineFits = kStages * sizeof(PipelineStage<Storage, kChunks>) <= 40 * 1024;
 
 template <class Storage, int kThreadsPerRow, bool kVector, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads, kVector ? 1 : kStridedBlocksPerMultiprocessor) BackwardKernel(const BackwardParams p, int64_t rows) {
+__global__ void __launch_bounds__(kBlockThreads, kVector ? 1 : kStridedBlocksPerMultiprocessor)
+    BackwardKernel(const BackwardParams p, int64_t rows) {
   static_assert(kThreadsPerRow == 32 || kThreadsPerRow == kBlockThreads, "a row is a warp or the whole block");
   static_assert(kChunks <= kChunksPerThread<Storage>, "at most kMaxPerThread elements a thread");
   constexpr int V = kChunk<Storage>;
