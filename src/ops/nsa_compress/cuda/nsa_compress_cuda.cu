@@ -3,8 +3,7 @@
 // Problem: that of the CPU kernels (see the NOTE in cpu/nsa_compress_cpu.cpp). Which sequence holds a token or a
 // block, and which blocks cover a token, come from nsa_compress_blocks.h, the code the CPU runs. The sequences
 // (from the host array actSeqLen, listed in phase 1) are copied into the workspace at the start of each run (up to
-// 64 as a kernel argument, more by a copy from host memory). fp32
-// arithmetic, one rounding per output element.
+// 64 as a kernel argument, more by a copy from host memory). fp32 arithmetic, one rounding per output element.
 //
 // Two layouts of the threads, chosen by D alone. Row chunks (D / 8 a power of two <= 32, e.g. D = 64, 128, 256): a
 // thread owns a chunk of 8 elements of a row, the G = D / 8 threads of a row are adjacent lanes of one warp; a chunk
@@ -15,11 +14,13 @@
 // Backward, inputGrad[t, n, d]: the sum over the blocks covering t, ascending, of weight[j, n] * outputGrad[block,
 // n, d] (0 when no block covers t).
 // Backward, weightGrad[j, n] = sum over blocks and d of outputGrad[block, n, d] * input[start + j, n, d].
-//   Row chunks: the inputGrad kernel, which reads outputGrad[block, n, :] for each block covering token t = start +
-//   j anyway, also reads input[t, n, :] and forms the row's dot product (each lane its chunk's 8 products in order,
-//   then a butterfly over the row's G lanes) into dots[j][n][block] in the workspace: written once each, by the
-//   token's row, so the input is read once in all. Then one thread block per (j, n) adds dots[j][n][.] over the
-//   blocks in a fixed order (WeightGradFromDotsKernel). Workspace: blocks * blockSize * N fp32.
+//   Row chunks: the inputGrad kernel (a thread takes one chunk of 4 consecutive tokens, whose covering blocks'
+//   outputGrad chunks it loads once while they are the same), which reads outputGrad[block, n, :] for each block
+//   covering token t = start + j anyway, also reads input[t, n, :] and forms the row's dot product (each lane its
+//   chunk's 8 products in order, then a butterfly over the row's G lanes) into dots[j][n][block] in the workspace:
+//   written once each, by the token's row, so the input is read once in all. Then one thread block per (j, n)
+//   adds dots[j][n][.] over the blocks in a fixed order (WeightGradFromDotsKernel). Workspace: blocks * blockSize *
+//   N fp32.
 //   Element layout: one warp per (chunk of kBlocksPerChunk blocks, n, j) sums its chunk (blocks ascending, lane
 //   owning d = lane, lane + 32, ..., each lane in order, then a warp butterfly) into a partial; one thread per
 //   (j, n) then adds the chunks' partials in ascending order. Workspace: chunks * blockSize * N fp32.
@@ -65,24 +66,40 @@ __device__ __forceinline__ int64_t BlockStart(const Sequence* sequences, int64_t
 // ---- Row chunks ----
 
 constexpr int kChunk = 8;  // FLOAT16/BFLOAT16 elements in 16 bytes
-// Covering blocks of a token whose outputGrad rows the inputGrad kernel loads up front: 2, as many as NSA's usual
+// Covering blocks of a token whose outputGrad chunks the inputGrad kernel holds: 2, as many as NSA's usual
 // blockSize = 2 * stride gives (more are loaded as they come).
 constexpr int kHeld = 2;
+// Consecutive tokens one thread of the inputGrad kernel takes (same head and chunk).
+constexpr int kRunTokens = 4;
+// Its blocks a multiprocessor holds at once: 3 (80 registers a thread; unbounded it takes some 90, which leaves 2).
+constexpr int kInputGradBlocksPerMultiprocessor = 3;
+
+// A chunk as loaded (8 elements of Storage in 16 bytes), converted where used: a thread holds several.
+template <class Storage, bool kVector>
+__device__ __forceinline__ uint4 LoadRawChunk(const TensorDesc& t, int64_t i0, int64_t n, int64_t d) {
+  const Storage* data = static_cast<const Storage*>(t.data);
+  if constexpr (kVector) {
+    return *reinterpret_cast<const uint4*>(data + RowElement(t, i0, n, d));
+  } else {
+    uint4 raw;
+    Storage* values = reinterpret_cast<Storage*>(&raw);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) values[e] = data[RowElement(t, i0, n, d + e)];
+    return raw;
+  }
+}
+template <class Storage>
+__device__ __forceinline__ float RawElement(const uint4& raw, int e) {
+  return cuda::ToCompute(reinterpret_cast<const Storage*>(&raw)[e]);
+}
 
 // Elements [d, d + 8) of row (i0, n) as floats, and back (one rounding each). kVector: one 16-byte access (unit
 // stride along D, aligned rows); otherwise element by element through the strides.
 template <class Storage, bool kVector>
 __device__ __forceinline__ void LoadRowChunk(const TensorDesc& t, int64_t i0, int64_t n, int64_t d, float* out) {
-  const Storage* data = static_cast<const Storage*>(t.data);
-  if constexpr (kVector) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(data + RowElement(t, i0, n, d));
-    const Storage* values = reinterpret_cast<const Storage*>(&raw);
+  const uint4 raw = LoadRawChunk<Storage, kVector>(t, i0, n, d);
 #pragma unroll
-    for (int e = 0; e < kChunk; ++e) out[e] = cuda::ToCompute(values[e]);
-  } else {
-#pragma unroll
-    for (int e = 0; e < kChunk; ++e) out[e] = cuda::ToCompute(data[RowElement(t, i0, n, d + e)]);
-  }
+  for (int e = 0; e < kChunk; ++e) out[e] = RawElement<Storage>(raw, e);
 }
 template <class Storage, bool kVector>
 __device__ __forceinline__ void StoreRowChunk(const TensorDesc& t, int64_t i0, int64_t n, int64_t d, const float* in) {
@@ -139,70 +156,84 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// inputGrad[t, n, 8c .. 8c + 8) and the dots of row (t, n) with the outputGrad rows of the blocks covering t:
-// one thread per (t, n, c), kGroup = dim / 8 lanes a row. The loop runs over whole warps (the group sums need every
-// lane); lanes past the end take part without touching memory.
+// inputGrad[t, n, 8c .. 8c + 8) and the dots of rows (t, n) with the outputGrad rows of the blocks covering t, for
+// kRunTokens consecutive tokens t: one thread per (run, n, c), kGroup = dim / 8 lanes a row. A thread looks its
+// first token's sequence up once, loads its tokens' input chunks together, and loads the covering blocks'
+// outputGrad chunks once for as long as consecutive tokens share them (tokens of one stride window do); a thread
+// per token, each with its own lookups, divisions and dependent loads, was issue- and latency-bound (30% of copy
+// bandwidth on an H100). The loop runs over whole warps (the group sums need every lane); lanes past the end take
+// part without touching memory. Each token's sums are those of the element kernel, term for term.
 template <class Storage, int kGroup, bool kVector>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kInputGradBlocksPerMultiprocessor)
     InputGradRowsKernel(const Tensors p, const Sequence* sequences, int64_t sequence_count, float* dots) {
+  static_assert(kHeld == 2, "the held outputGrad chunks are picked by r == 0 / r == 1");
   const NsaShape& s = p.shape;
-  const int64_t count = s.tokens * s.heads * kGroup;
+  const int64_t runs = (s.tokens + kRunTokens - 1) / kRunTokens;
+  const int64_t count = runs * s.heads * kGroup;
   const int lane = threadIdx.x % 32;
   const int64_t warp_stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t base = cuda::GridStart() - lane; base < count; base += warp_stride) {
     const int64_t index = base + lane;
     const bool active = index < count;
     const int64_t d = (index % kGroup) * kChunk;
-    const int64_t n = (index / kGroup) % s.heads;
-    const int64_t t = index / (kGroup * s.heads);
-    const int64_t q = active ? SequenceOfToken(sequences, sequence_count, t) : sequence_count;
-    Sequence seq;
-    CoveringBlocks covering;
-    if (q < sequence_count) {
-      seq = sequences[q];
-      covering = BlocksCovering(t - seq.start, s.block_size, s.stride, seq.blocks);
-    }
-    // The covering counts of the warp's rows may differ: every lane runs the largest.
-    const int64_t rounds = cuda::WarpReduce(covering.count, LargerCount());
-    // The input chunk and the first kHeld covering blocks' outputGrad chunks and weights are loaded before any is
-    // used, so that their latencies overlap (one round after another left the kernel latency-bound).
-    float x[kChunk] = {};
-    float g[kHeld][kChunk] = {};
-    float w[kHeld] = {};
-    if (covering.count > 0) LoadRowChunk<Storage, kVector>(p.input, t, n, d, x);
+    const int64_t row = index / kGroup;  // (run, n)
+    const int64_t n = row % s.heads;
+    const int64_t t0 = (row / s.heads) * kRunTokens;
+    uint4 x[kRunTokens] = {};
 #pragma unroll
-    for (int r = 0; r < kHeld; ++r) {
-      if (r < covering.count) {
+    for (int i = 0; i < kRunTokens; ++i) {
+      if (active && t0 + i < s.tokens) x[i] = LoadRawChunk<Storage, kVector>(p.input, t0 + i, n, d);
+    }
+    // The sequence holding the token (sequences are in token order: a later token's is the same or a later one).
+    int64_t q = active ? SequenceOfToken(sequences, sequence_count, t0) : sequence_count;
+    uint4 g[kHeld] = {};
+    int64_t held_first = -1;  // the global index of the first covering block whose outputGrad chunks g holds
+    int64_t held_count = 0;
+#pragma unroll
+    for (int i = 0; i < kRunTokens; ++i) {
+      const int64_t t = t0 + i;
+      const bool in_range = active && t < s.tokens;
+      while (in_range && q < sequence_count && sequences[q].end <= t) ++q;
+      Sequence seq;
+      CoveringBlocks covering;
+      if (in_range && q < sequence_count) {
+        seq = sequences[q];
+        covering = BlocksCovering(t - seq.start, s.block_size, s.stride, seq.blocks);
+      }
+      const int64_t first = seq.first_block + covering.first;
+      if (covering.count > 0 && (first != held_first || covering.count != held_count)) {
+#pragma unroll
+        for (int r = 0; r < kHeld; ++r) {
+          if (r < covering.count) g[r] = LoadRawChunk<Storage, kVector>(p.output_grad, first + r, n, d);
+        }
+        held_first = first;
+        held_count = covering.count;
+      }
+      // The covering counts of the warp's rows may differ: every lane runs the largest.
+      const int64_t rounds = cuda::WarpReduce(covering.count, LargerCount());
+      float sum[kChunk] = {};
+      for (int64_t r = 0; r < rounds; ++r) {
+        const bool covered = r < covering.count;
         const int64_t k = covering.first + r;
-        LoadRowChunk<Storage, kVector>(p.output_grad, seq.first_block + k, n, d, g[r]);
-        w[r] = Weight(p.weight, t - seq.start - k * s.stride, n);
-      }
-    }
-    float sum[kChunk] = {};
-    for (int64_t r = 0; r < rounds; ++r) {
-      const bool covered = r < covering.count;
-      const int64_t k = covering.first + r;
-      const int64_t j = t - seq.start - k * s.stride;
-      float dot = 0.0f;
-      if (covered) {
-        float later_g[kChunk];
-        float later_w = 0.0f;
-        if (r >= kHeld) {
-          LoadRowChunk<Storage, kVector>(p.output_grad, seq.first_block + k, n, d, later_g);
-          later_w = Weight(p.weight, j, n);
-        }
-        const float* row_g = r < kHeld ? g[r] : later_g;
-        const float weight = r < kHeld ? w[r] : later_w;
+        const int64_t j = t - seq.start - k * s.stride;
+        float dot = 0.0f;
+        if (covered) {
+          const uint4 row_g = r == 0   ? g[0]
+                              : r == 1 ? g[1]
+                                       : LoadRawChunk<Storage, kVector>(p.output_grad, seq.first_block + k, n, d);
+          const float w = Weight(p.weight, j, n);
 #pragma unroll
-        for (int e = 0; e < kChunk; ++e) {
-          sum[e] = fmaf(weight, row_g[e], sum[e]);
-          dot = fmaf(row_g[e], x[e], dot);
+          for (int e = 0; e < kChunk; ++e) {
+            const float ge = RawElement<Storage>(row_g, e);
+            sum[e] = fmaf(w, ge, sum[e]);
+            dot = fmaf(ge, RawElement<Storage>(x[i], e), dot);
+          }
         }
+        dot = GroupSum<kGroup>(dot);
+        if (covered && d == 0) dots[(j * s.heads + n) * s.blocks + seq.first_block + k] = dot;
       }
-      dot = GroupSum<kGroup>(dot);
-      if (covered && index % kGroup == 0) dots[(j * s.heads + n) * s.blocks + seq.first_block + k] = dot;
+      if (in_range) StoreRowChunk<Storage, kVector>(p.input_grad, t, n, d, sum);
     }
-    if (active) StoreRowChunk<Storage, kVector>(p.input_grad, t, n, d, sum);
   }
 }
 
@@ -496,8 +527,9 @@ aclnnStatus RunBackwardCuda(const BackwardParams& p, const KernelContext& contex
         const bool vector = VectorRows({&p.output_grad, &p.input, &p.input_grad});
         WithRowGroup(group, [&](auto group_constant) {
           WithVectorRows(vector, [&](auto vector_constant) {
+            const int64_t runs = (s.tokens + kRunTokens - 1) / kRunTokens;
             InputGradRowsKernel<Storage, decltype(group_constant)::value, decltype(vector_constant)::value>
-                <<<cuda::GridBlocks(input_count / kChunk, kThreads), kThreads, 0, call.stream>>>(
+                <<<cuda::GridBlocks(runs * s.heads * group, kThreads), kThreads, 0, call.stream>>>(
                     tensors, call.sequences, call.sequence_count, dots);
           });
         });
