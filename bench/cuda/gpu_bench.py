@@ -13,7 +13,9 @@ allocates on the GPU (their data pointers, shapes and strides go to aclCreateTen
     composite of F.grid_sample per level), timed the same way with torch_sync;
   - the device-to-device copy bandwidth (a 1 GiB tensor copied, bytes read + written);
   - the deterministic backward against the atomic one (ACL_OPT_DETERMINISTIC off) where there are both, and checks
-    that two deterministic runs give the same bits.
+    that two deterministic runs give the same bits;
+  - the GPU time of each call's kernels and copies alone (CUPTI, through torch.profiler), so that a call's time
+    splits into device work and the host's share.
 Prints one markdown table (and writes the raw figures as JSON with --json). Needs PyTorch with CUDA; --cpu runs
 the same calls on the CPU device (with PyTorch on the CPU), a smoke test of the script where there is no GPU.
 """
