@@ -7,7 +7,9 @@
 #   tests       the CUDA device tests; the operator tests, the conformance table and the concurrency and lifecycle
 #               tests on the GPU (every test that is not CPU-only runs there)
 #   bench       the allocator benchmark on both devices; the operators against PyTorch CUDA (bench/cuda/gpu_bench.py)
-#   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it
+#   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it;
+#               memcheck and racecheck of the softmax and NsaCompress operator tests whose kernels use shared-memory
+#               stages or warp shuffles
 #   cputests    the runtime, base, conformance and operator tests on the CPU of that machine
 # Every call then writes docs/cuda.md (and docs/cuda_bench.json) from all results so far, and copies them and the log
 # under $OUT. A suite that outlives PACL_SUITE_TIMEOUT seconds (default 600), or the time left before
@@ -215,6 +217,13 @@ if wants sanitizers; then
       "${build}/tests/system/conformance_tests" --gtest_brief=1
     record "compute-sanitizer racecheck: conformance table" yes "${sanitize[@]}" racecheck \
       "${build}/tests/system/conformance_tests" --gtest_brief=1
+    # The kernels with shared-memory stages or warp shuffles, on operator tests large enough to reuse every stage.
+    kernels_filter='ScaledMaskedSoftmaxValues.ManyLong*:NsaCompress/NsaCompressSweep.*:NsaCompressDeterminism.*'
+    kernels_filter+=':NsaCompressLongSeqLen.*:NsaCompressEmpty.*'
+    record "compute-sanitizer memcheck: softmax and NsaCompress operator tests" yes "${sanitize[@]}" memcheck \
+      "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
+    record "compute-sanitizer racecheck: softmax and NsaCompress operator tests" yes "${sanitize[@]}" racecheck \
+      "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
   else
     set_result "compute-sanitizer" "not installed"
   fi

@@ -99,6 +99,10 @@ class _Api:
     """The loaded functions (attributes named as in C), the process's stream, and the call sequence."""
 
     def __init__(self):
+        # The package passes host memory (CPU tensors, NumPy arrays): it needs the CPU device. Unset, ACLNN_DEVICE
+        # means "auto", which on a machine with an NVIDIA GPU and a CUDA build gives the GPUs alone, and every call
+        # would be refused (host memory is not device memory). A value the program set is left alone.
+        os.environ.setdefault("ACLNN_DEVICE", "cpu")
         libraries = {name: _load(name) for name in ("ascendcl", "nnopbase", "opapi")}
         for name, (library, restype, argtypes) in _SIGNATURES.items():
             function = getattr(libraries[library], name)

@@ -353,6 +353,21 @@ def test_numpy_works_without_torch():
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
 
 
+def test_the_package_picks_the_cpu_device_unless_told():
+    # Unset, ACLNN_DEVICE means "auto": the GPUs alone where a CUDA build finds one, which would refuse host memory.
+    code = ("import os, numpy as np, portable_aclnn as pa\n"
+            "y = pa.scaled_masked_softmax(np.zeros((1, 1, 2, 4), np.float32), np.zeros((1, 1, 2, 4), bool))\n"
+            "assert np.allclose(y, 0.25), y\n"
+            "print(os.environ.get('ACLNN_DEVICE'))\n")
+    for preset, expected in ((None, "cpu"), ("cpu", "cpu"), ("auto", "auto")):
+        env = {k: v for k, v in os.environ.items() if k != "ACLNN_DEVICE"}
+        if preset is not None:
+            env["ACLNN_DEVICE"] = preset
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert result.returncode == 0 and result.stdout.split()[-1] == expected, (preset, result.stdout,
+                                                                                   result.stderr)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The command-line tool
 
