@@ -246,13 +246,7 @@ void Stream::WorkerLoop() {
     // A held stream's next task (the completed_-th) waits for its release; stopping runs everything. (With tasks
     // launched, the queue's front is known to be there.)
     work_available_.wait(lock, [&] { return (!queue_.empty() && (!hold_ || completed_ < released_)) || stopping_; });
-    if (queue_.empty()) {
-      if (launched > 0) {  // stopping: the launched tasks complete first
-        FinishLaunched(lock, launched);
-        launched = 0;
-      }
-      break;  // stopping, and everything queued has run
-    }
+    if (queue_.empty()) break;  // stopping, and everything queued (launched tasks too) has run
     QueuedTask next = std::move(queue_.front());
     queue_.pop_front();
     // A task that is not device-ordered runs only once the device work before it has finished.
@@ -297,14 +291,23 @@ bool Stream::NextMayOverlap(uint64_t launched) const {
   return launched < kMostLaunched && !queue_.empty() && queue_.front().device_ordered && !stopping_;
 }
 
+aclError Stream::WaitForDeviceWork(std::string* message) {
+  std::string device_error;
+  const aclError code = backend_->SynchronizeNativeStream(ordinal_, native_stream_, &device_error);
+  if (code != ACL_SUCCESS) {
+    *message = StrFormat("device work of a task on stream %p failed: %s", handle(), device_error.c_str());
+  }
+  return code;
+}
+
 void Stream::FinishLaunched(std::unique_lock<std::mutex>& lock, uint64_t launched) {
   lock.unlock();
-  std::string device_error;
-  const aclError device_code = backend_->SynchronizeNativeStream(ordinal_, native_stream_, &device_error);
+  std::string message;
+  const aclError code = WaitForDeviceWork(&message);
   lock.lock();
-  if (device_code != ACL_SUCCESS && failure_.code == ACL_SUCCESS) {
-    failure_.code = device_code;
-    failure_.message = StrFormat("device work of a task on stream %p failed: %s", handle(), device_error.c_str());
+  if (code != ACL_SUCCESS && failure_.code == ACL_SUCCESS) {
+    failure_.code = code;
+    failure_.message = std::move(message);
   }
   completed_ += launched;
   work_completed_.notify_all();
@@ -331,11 +334,11 @@ void Stream::RunOne(Task& task, bool wait_for_device) {
   if (native_stream_ != nullptr && wait_for_device) {
     // The task's device work is part of it (also of a task that failed after enqueueing some): it completes when
     // that has. The task's own failure, if any, is the one reported.
-    std::string device_error;
-    const aclError device_code = backend_->SynchronizeNativeStream(ordinal_, native_stream_, &device_error);
+    std::string device_message;
+    const aclError device_code = WaitForDeviceWork(&device_message);
     if (code == ACL_SUCCESS && device_code != ACL_SUCCESS) {
       code = device_code;
-      message = StrFormat("device work of a task on stream %p failed: %s", handle(), device_error.c_str());
+      message = std::move(device_message);
     }
   }
   // Messages a task leaves on the worker thread belong to that task alone.

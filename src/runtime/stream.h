@@ -79,6 +79,8 @@ class Stream {
   void WorkerLoop();
   // Runs task; wait_for_device: then waits for its device work too (otherwise FinishLaunched does, later).
   void RunOne(Task& task, bool wait_for_device);
+  // Waits for the device work enqueued on the native stream so far; on failure *message says so.
+  aclError WaitForDeviceWork(std::string* message);
   // Waits for the device work of the tasks run without waiting (launched of them), records its failure, and counts
   // them complete. Called and returns with lock held (released while waiting).
   void FinishLaunched(std::unique_lock<std::mutex>& lock, uint64_t launched);
