@@ -116,8 +116,7 @@ bool OpChecker::Tensor(const aclTensor* t, const char* param) {
     device_ = rt::CurrentDevice();
     device_known_ = true;
   }
-  if (device_.kind != rt::DeviceKind::kCpu && t->desc.data != nullptr &&
-      !rt::DeviceCanAccess(device_, t->desc.data, &why)) {
+  if (t->desc.data != nullptr && !rt::DeviceCanAccess(device_, t->desc.data, &why)) {
     Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s data %p is not memory of device %d (%s): it is %s", param, t->desc.data,
                                             static_cast<int>(device_.id), rt::DeviceKindName(device_.kind),
                                             why.c_str()));

@@ -12,7 +12,7 @@
 // "portable_aclnn"."device" key of aclInit's configuration file, chooses. Unset or "auto": the CUDA GPUs when this
 // build has the CUDA backend and the driver reports at least one, otherwise the CPU alone;
 // "cpu" forces the CPU, "cuda" the GPUs (none visible: no device, every aclrtSetDevice fails with the driver's
-// reason).
+// reason), "cuda,cpu" the GPUs as devices 0..n-1 and the CPU as device n.
 #ifndef PACL_RUNTIME_BACKEND_H_
 #define PACL_RUNTIME_BACKEND_H_
 
@@ -51,6 +51,9 @@ class Backend {
   // Native streams (nullptr where the device has none: the CPU runs a task on the worker thread itself).
   virtual aclError CreateNativeStream(int ordinal, void** native, std::string* error) = 0;
   virtual void DestroyNativeStream(int ordinal, void* native) = 0;
+  // A native stream the application made (paclrtCreateStreamFromNative): *native is the handle tasks use (CUDA:
+  // cudaStreamLegacy for the null stream); an error where the device has no native streams.
+  virtual aclError AdoptNativeStream(int ordinal, void* external, void** native, std::string* error) = 0;
   // Waits until the device work enqueued on native has finished.
   virtual aclError SynchronizeNativeStream(int ordinal, void* native, std::string* error) = 0;
   // Whether the device work enqueued on native has finished (or failed: SynchronizeNativeStream then says how),
@@ -61,6 +64,9 @@ class Backend {
   // Whether a kernel of device `ordinal` can read and write memory at p; false with *why saying what p is (host
   // memory, another GPU's memory).
   virtual bool CanAccess(int ordinal, const void* p, std::string* why) = 0;
+  // Whether p is memory of one of this backend's devices that the host cannot use (CUDA device memory), with *what
+  // saying whose; a CPU device beside GPUs refuses it.
+  virtual bool IsDeviceOnlyMemory(const void* p, std::string* what) = 0;
 };
 
 // One device as applications number it.
@@ -74,8 +80,8 @@ struct DeviceEntry {
 // The devices, built on first use from ACLNN_DEVICE and what the backends find (see the NOTE). When the table is
 // empty, *why says why (e.g. ACLNN_DEVICE=cuda but no GPU or driver).
 const std::vector<DeviceEntry>& Devices(std::string* why = nullptr);
-// The "portable_aclnn"."device" choice of aclInit's configuration file ("cpu", "cuda", "auto"), which ACLNN_DEVICE
-// overrides. False (with *error) when the devices were already numbered for another choice.
+// The "portable_aclnn"."device" choice of aclInit's configuration file ("cpu", "cuda", "cuda,cpu", "auto"), which
+// ACLNN_DEVICE overrides. False (with *error) when the devices were already numbered for another choice.
 bool ConfigureDeviceChoice(const std::string& choice, std::string* error);
 
 Backend& CpuBackend();

@@ -219,10 +219,18 @@ const char* DeviceKindName(DeviceKind kind) {
 bool DeviceCanAccess(DeviceRef device, const void* p, std::string* why) {
   const std::vector<DeviceEntry>& devices = Devices();
   if (device.id < 0 || static_cast<size_t>(device.id) >= devices.size()) {
+    // No such device (CurrentDevice's answer without one): the run will fail and say so; nothing to check here.
+    if (device.kind == DeviceKind::kCpu) return true;
     *why = StrFormat("device %d does not exist", static_cast<int>(device.id));
     return false;
   }
   const DeviceEntry& entry = devices[static_cast<size_t>(device.id)];
+  if (entry.kind == DeviceKind::kCpu) {
+    // The CPU beside GPUs (ACLNN_DEVICE=cuda,cpu): host code cannot touch their memory.
+    for (const DeviceEntry& other : devices) {
+      if (other.kind != DeviceKind::kCpu && other.backend->IsDeviceOnlyMemory(p, why)) return false;
+    }
+  }
   return entry.backend->CanAccess(entry.ordinal, p, why);
 }
 

@@ -39,9 +39,12 @@ DeviceTable BuildTable(const std::string& wanted) {
   DeviceTable table;
   const bool want_cpu = wanted == "cpu";
   const bool want_cuda = wanted == "cuda";
-  if (wanted != "auto" && !want_cpu && !want_cuda) {
-    table.why_empty =
-        StrFormat("ACLNN_DEVICE=\"%s\" is not a device choice: expected cpu, cuda or auto", wanted.c_str());
+  // Both: the GPUs as devices 0..n-1 (n may be 0), then the CPU as device n: host memory and device memory in one
+  // process, each on its own device (the Python package's choice).
+  const bool want_both = wanted == "cuda,cpu";
+  if (wanted != "auto" && !want_cpu && !want_cuda && !want_both) {
+    table.why_empty = StrFormat("ACLNN_DEVICE=\"%s\" is not a device choice: expected cpu, cuda, cuda,cpu or auto",
+                                wanted.c_str());
     return table;
   }
   if (!want_cpu) {
@@ -49,7 +52,7 @@ DeviceTable BuildTable(const std::string& wanted) {
     const int gpus = CudaDeviceCount(&why);
     for (int i = 0; i < gpus; ++i) table.devices.push_back(DeviceEntry{DeviceKind::kCuda, i, CudaDeviceName(i),
                                                                        CudaBackend()});
-    if (gpus > 0) return table;
+    if (gpus > 0 && !want_both) return table;
     if (want_cuda) {
       table.why_empty = StrFormat("ACLNN_DEVICE=cuda, but no CUDA device can be used: %s", why.c_str());
       return table;

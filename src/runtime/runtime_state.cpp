@@ -73,6 +73,11 @@ void SetCurrentContext(const Context* context) {
   }
 }
 
+void GetCurrentContextRef(const void** handle, uint64_t* serial) {
+  *handle = t_current_context.handle;
+  *serial = t_current_context.serial;
+}
+
 void SetCurrentContextRef(const void* handle, uint64_t serial) {
   t_current_context.handle = handle;
   t_current_context.serial = serial;
@@ -129,7 +134,7 @@ std::shared_ptr<Stream> FindUserStreamLocked(RuntimeState& state, const void* ha
 }
 
 std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context, bool is_default,
-                                           std::string* error) {
+                                           std::string* error, bool adopt, void* external_native) {
   if (state.shut_down) {
     *error = "the runtime has shut down (process exit)";
     return nullptr;
@@ -143,9 +148,12 @@ std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context
     *error = StrFormat("the context's device %d no longer exists", static_cast<int>(context->device_id));
     return nullptr;
   }
+  const DeviceEntry& device = devices[static_cast<size_t>(context->device_id)];
   std::shared_ptr<Stream> stream =
-      Stream::Create(state.next_serial++, context, context->serial, is_default, context->device_id,
-                     devices[static_cast<size_t>(context->device_id)], error);
+      adopt ? Stream::Adopt(state.next_serial++, context, context->serial, context->device_id, device,
+                            external_native, error)
+          : Stream::Create(state.next_serial++, context, context->serial, is_default, context->device_id, device,
+                           error);
   if (stream != nullptr) state.streams.emplace(stream->handle(), stream);
   return stream;
 }

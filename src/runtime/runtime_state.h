@@ -89,6 +89,7 @@ Context* CurrentContextLocked(RuntimeState& state);
 // Makes context (may be nullptr) current on the calling thread.
 void SetCurrentContext(const Context* context);
 void SetCurrentContextRef(const void* handle, uint64_t serial);
+void GetCurrentContextRef(const void** handle, uint64_t* serial);
 
 // A live context by handle, or nullptr.
 Context* FindContextLocked(RuntimeState& state, const void* handle);
@@ -103,8 +104,9 @@ std::vector<std::shared_ptr<Stream>> DestroyAllContextsLocked(RuntimeState& stat
 std::shared_ptr<Stream> FindUserStreamLocked(RuntimeState& state, const void* handle);
 // context's default stream, created if needed; nullptr with *error set if its worker cannot start.
 std::shared_ptr<Stream> DefaultStreamLocked(RuntimeState& state, Context* context, std::string* error);
+// A new stream of context; adopt: over the application's native stream external_native (Stream::Adopt).
 std::shared_ptr<Stream> CreateStreamLocked(RuntimeState& state, Context* context, bool is_default,
-                                           std::string* error);
+                                           std::string* error, bool adopt = false, void* external_native = nullptr);
 // Enqueues task on stream (nullptr: the current context's default stream) like EnqueueTask, with failures
 // recorded under function's name; *used (if not null) receives the stream. expected_device >= 0: the stream must
 // belong to that device (ACL_ERROR_RT_STREAM_CONTEXT otherwise). uses: the memory the task touches (strict mode).

@@ -93,6 +93,20 @@ std::shared_ptr<Stream> Stream::Create(uint64_t serial, const void* owner_handle
   return stream;
 }
 
+std::shared_ptr<Stream> Stream::Adopt(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
+                                      int32_t device_id, const DeviceEntry& device, void* external,
+                                      std::string* error) {
+  std::shared_ptr<Stream> stream(
+      new Stream(serial, owner_handle, owner_serial, /*is_default=*/false, device.backend, device.ordinal));
+  stream->device_id_ = device_id;
+  stream->adopted_ = true;
+  stream->joined_ = true;  // there is no worker
+  if (device.backend->AdoptNativeStream(device.ordinal, external, &stream->native_stream_, error) != ACL_SUCCESS) {
+    return nullptr;
+  }
+  return stream;
+}
+
 Stream::Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default, Backend* backend,
                int ordinal)
     : serial_(serial),
@@ -114,10 +128,11 @@ Stream::~Stream() {
     g_held_streams.erase(std::find(g_held_streams.begin(), g_held_streams.end(), this));
   }
   Shutdown(/*discard_pending=*/false);  // runs what is queued, held or not
-  if (native_stream_ != nullptr) backend_->DestroyNativeStream(ordinal_, native_stream_);
+  if (native_stream_ != nullptr && !adopted_) backend_->DestroyNativeStream(ordinal_, native_stream_);
 }
 
 bool Stream::Enqueue(Task task, std::vector<MemoryUse> uses, bool device_ordered) {
+  if (adopted_) return RunInline(task, device_ordered);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return false;
@@ -162,6 +177,16 @@ uint64_t Stream::EnqueuedCount() {
 }
 
 uint64_t Stream::CompletedCount() {
+  if (adopted_ && !IsWorkerThread() &&
+      completed_.load(std::memory_order_acquire) < enqueued_.load(std::memory_order_acquire)) {
+    // The device work of the tasks run so far has finished once the native stream is idle (and no task is being
+    // run meanwhile: its kernels may not be enqueued yet).
+    std::unique_lock<std::mutex> inline_lock(inline_mutex_, std::try_to_lock);
+    if (inline_lock.owns_lock() && backend_->NativeStreamIdle(ordinal_, native_stream_)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      completed_.store(enqueued_.load());
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   return completed_;
 }
@@ -169,6 +194,10 @@ uint64_t Stream::CompletedCount() {
 void Stream::WaitUntilCompleted(uint64_t count) {
   auto completed = [&] { return completed_.load(std::memory_order_acquire) >= count; };
   if (completed()) return;
+  if (adopted_) {
+    FinishAdopted();
+    return;
+  }
   const SynchronisingScope synchronising;  // strict mode: lets the held work run
   if (!hold_ && PollingLeavesKernelsTheirCores()) {
     PollBriefly([&] { return completed() || g_parallel_regions.load(std::memory_order_relaxed) > 0; });
@@ -186,6 +215,16 @@ StreamFailure Stream::TakeFailure() {
 }
 
 void Stream::Shutdown(bool discard_pending) {
+  if (adopted_) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    // At process exit the application's native stream may be gone already: no wait then.
+    if (!discard_pending) FinishAdopted();
+    return;
+  }
   std::deque<QueuedTask> discarded;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -282,6 +321,66 @@ void Stream::WorkerLoop() {
       work_completed_.notify_all();
     }
   }
+}
+
+bool Stream::RunInline(Task& task, bool device_ordered) {
+  std::lock_guard<std::mutex> inline_lock(inline_mutex_);
+  // A task that is not device-ordered runs once the device work before it has finished, as on a worker.
+  if (!device_ordered) FinishAdoptedHoldingInlineMutex();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return false;
+    ++enqueued_;
+  }
+  // The calling thread runs the task as the worker would: with the stream's context current and its native stream
+  // the task's. The thread's own are put back afterwards.
+  const void* caller_context = nullptr;
+  uint64_t caller_context_serial = 0;
+  GetCurrentContextRef(&caller_context, &caller_context_serial);
+  void* const caller_native_stream = t_native_stream;
+  SetCurrentContextRef(owner_handle_, owner_serial_);
+  t_native_stream = native_stream_;
+  inline_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  std::string activation_error;
+  const aclError activation = backend_->Activate(ordinal_, &activation_error);
+  if (activation == ACL_SUCCESS) {
+    RunOne(task, /*wait_for_device=*/!device_ordered);
+  } else {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_.code == ACL_SUCCESS) {
+      failure_.code = activation;
+      failure_.message = StrFormat("stream %p cannot use its device: %s", handle(), activation_error.c_str());
+    }
+  }
+  task = nullptr;
+  inline_thread_.store(std::thread::id(), std::memory_order_relaxed);
+  t_native_stream = caller_native_stream;
+  SetCurrentContextRef(caller_context, caller_context_serial);
+  if (!device_ordered) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completed_.store(enqueued_.load());
+    work_completed_.notify_all();
+  }
+  return true;
+}
+
+void Stream::FinishAdopted() {
+  std::lock_guard<std::mutex> inline_lock(inline_mutex_);
+  FinishAdoptedHoldingInlineMutex();
+}
+
+void Stream::FinishAdoptedHoldingInlineMutex() {
+  const uint64_t run = enqueued_.load(std::memory_order_acquire);
+  if (completed_.load(std::memory_order_acquire) >= run) return;
+  std::string message;
+  const aclError code = WaitForDeviceWork(&message);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (code != ACL_SUCCESS && failure_.code == ACL_SUCCESS) {
+    failure_.code = code;
+    failure_.message = std::move(message);
+  }
+  completed_.store(run);
+  work_completed_.notify_all();
 }
 
 bool Stream::NextMayOverlap(uint64_t launched) const {

@@ -34,6 +34,12 @@ class Stream {
   static std::shared_ptr<Stream> Create(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
                                         bool is_default, int32_t device_id, const DeviceEntry& device,
                                         std::string* error);
+  // A stream over a native stream the application owns (paclrtCreateStreamFromNative): it has no worker. Each task
+  // runs on the thread that enqueues it, as the worker would run it, so its device work is enqueued on the native
+  // stream in the program's order, between the application's own work there. The native stream is not destroyed.
+  static std::shared_ptr<Stream> Adopt(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
+                                       int32_t device_id, const DeviceEntry& device, void* external,
+                                       std::string* error);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -44,6 +50,7 @@ class Stream {
   const void* handle() const { return this; }
   void* native_stream() const { return native_stream_; }
   int32_t device_id() const { return device_id_; }
+  bool adopted() const { return adopted_; }
 
   // Appends task (uses: the memory it touches, kept in strict mode; device_ordered: see EnqueueTaskOnDevice); false
   // when the stream is shutting down.
@@ -62,7 +69,11 @@ class Stream {
   // Returns and clears the first failure since the last call.
   StreamFailure TakeFailure();
   // Whether the calling thread is this stream's worker (waiting for the stream there would deadlock).
-  bool IsWorkerThread() const { return std::this_thread::get_id() == worker_id_; }
+  // (An adopted stream: the thread running one of its tasks.)
+  bool IsWorkerThread() const {
+    const std::thread::id self = std::this_thread::get_id();
+    return self == worker_id_ || (adopted_ && self == inline_thread_.load(std::memory_order_relaxed));
+  }
 
   // Stops the worker and joins it. With discard_pending, queued tasks that have not started are dropped (process
   // exit); otherwise they run first. Idempotent.
@@ -77,6 +88,11 @@ class Stream {
   };
 
   void WorkerLoop();
+  // An adopted stream's Enqueue: runs task now, on the calling thread.
+  bool RunInline(Task& task, bool device_ordered);
+  // An adopted stream: waits for the device work of every task run so far and counts them complete.
+  void FinishAdopted();
+  void FinishAdoptedHoldingInlineMutex();
   // Runs task; wait_for_device: then waits for its device work too (otherwise FinishLaunched does, later).
   void RunOne(Task& task, bool wait_for_device);
   // Waits for the device work enqueued on the native stream so far; on failure *message says so.
@@ -96,6 +112,9 @@ class Stream {
   Backend* const backend_;
   const int ordinal_;
   void* native_stream_ = nullptr;
+  bool adopted_ = false;     // Adopt: no worker, the native stream is the application's
+  std::mutex inline_mutex_;  // an adopted stream: held while a task runs or its device work is waited for
+  std::atomic<std::thread::id> inline_thread_{};
 
   std::mutex mutex_;
   std::condition_variable work_available_;

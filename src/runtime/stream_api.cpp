@@ -4,8 +4,10 @@
 #include <utility>
 
 #include "acl/acl.h"
+#include "backend.h"
 #include "pacl/error.h"
 #include "pacl/runtime.h"
+#include "portable_aclnn/native_stream.h"
 #include "runtime_state.h"
 
 using pacl::rt::Context;
@@ -35,6 +37,32 @@ aclError aclrtCreateStream(aclrtStream* stream) {
   std::string error;
   std::shared_ptr<Stream> created = pacl::rt::CreateStreamLocked(state, context, /*is_default=*/false, &error);
   if (created == nullptr) return Fail(ACL_ERROR_RT_INTERNAL_ERROR, "aclrtCreateStream", "%s", error.c_str());
+  *stream = const_cast<void*>(created->handle());
+  return ACL_SUCCESS;
+}
+
+aclError paclrtCreateStreamFromNative(aclrtStream* stream, void* nativeStream) {
+  if (stream == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "paclrtCreateStreamFromNative", "stream must not be null");
+  }
+  RuntimeState& state = State();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  Context* context = pacl::rt::CurrentContextLocked(state);
+  if (context == nullptr) return FailNoContext("paclrtCreateStreamFromNative");
+  const std::vector<pacl::rt::DeviceEntry>& devices = pacl::rt::Devices();
+  if (static_cast<size_t>(context->device_id) < devices.size() &&
+      devices[static_cast<size_t>(context->device_id)].kind == pacl::rt::DeviceKind::kCpu) {
+    return Fail(ACL_ERROR_FEATURE_UNSUPPORTED, "paclrtCreateStreamFromNative",
+                "the current device %d is the CPU, which has no native streams (set a CUDA device first)",
+                static_cast<int>(context->device_id));
+  }
+  std::string error;
+  std::shared_ptr<Stream> created =
+      pacl::rt::CreateStreamLocked(state, context, /*is_default=*/false, &error, /*adopt=*/true, nativeStream);
+  if (created == nullptr) {
+    return Fail(ACL_ERROR_INVALID_PARAM, "paclrtCreateStreamFromNative", "cannot use native stream %p on device %d: %s",
+                nativeStream, static_cast<int>(context->device_id), error.c_str());
+  }
   *stream = const_cast<void*>(created->handle());
   return ACL_SUCCESS;
 }
@@ -128,6 +156,12 @@ aclError EnqueueTaskFor(const char* function, aclrtStream stream, Task task, std
   }
   if (!found->Enqueue(std::move(task), std::move(uses), device_ordered)) {
     return Fail(ACL_ERROR_INVALID_PARAM, function, "stream %p is being destroyed", found->handle());
+  }
+  if (found->adopted()) {
+    // The task has run on this thread: its failure is this call's (device faults still surface when the program
+    // synchronises).
+    StreamFailure failure = found->TakeFailure();
+    if (failure.code != ACL_SUCCESS) return Fail(failure.code, function, "%s", failure.message.c_str());
   }
   if (used != nullptr) *used = std::move(found);
   return ACL_SUCCESS;

@@ -3,6 +3,7 @@
 // dereferenced on the host. scripts/gpu_check.sh runs this suite on a GPU machine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +14,11 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_scaled_masked_softmax.h"
 #include "pacl/runtime.h"
+#include "portable_aclnn/native_stream.h"
+
+#ifdef PACL_TEST_WITH_CUDART
+#include <cuda_runtime_api.h>
+#endif
 
 namespace {
 
@@ -251,3 +257,116 @@ TEST_F(CudaDeviceTest, HostDataIsRefusedInPhaseOne) {
 }
 
 }  // namespace
+
+#ifdef PACL_TEST_WITH_CUDART
+namespace {
+
+// Float64 softmax of mask ? -10000 : scale * x over rows of `columns`.
+std::vector<double> SoftmaxRows(const std::vector<float>& x, const std::vector<uint8_t>& mask, double scale,
+                                size_t columns) {
+  std::vector<double> y(x.size());
+  for (size_t row = 0; row < x.size() / columns; ++row) {
+    double largest = -1e300;
+    for (size_t k = 0; k < columns; ++k) {
+      const size_t i = row * columns + k;
+      y[i] = mask[i] != 0 ? -10000.0 : scale * x[i];
+      largest = std::max(largest, y[i]);
+    }
+    double total = 0.0;
+    for (size_t k = 0; k < columns; ++k) total += (y[row * columns + k] = std::exp(y[row * columns + k] - largest));
+    for (size_t k = 0; k < columns; ++k) y[row * columns + k] /= total;
+  }
+  return y;
+}
+
+// An aclrtStream over the application's own cudaStream_t runs each call in order with the application's work on
+// that stream: here an asynchronous upload before the call and a download after it, with no synchronisation in
+// between, on a rows-long enough input that an out-of-order run would read the buffer before the upload. The
+// stream is the test's: aclrtDestroyStream leaves it alive. Also over the legacy null stream.
+TEST_F(CudaDeviceTest, StreamsOverNativeStreamsRunInTheApplicationsOrder) {
+  constexpr size_t kRows = 4096;
+  constexpr size_t kColumns = 1024;
+  constexpr size_t kCount = kRows * kColumns;
+  const int64_t shape[4] = {1, 4, kRows / 4, kColumns};
+  const int64_t strides[4] = {static_cast<int64_t>(kCount), static_cast<int64_t>(kCount / 4), kColumns, 1};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+  std::vector<float> x_host(kCount);
+  for (float& v : x_host) v = uniform(rng);
+  std::vector<uint8_t> mask_host(kCount);
+  for (uint8_t& m : mask_host) m = (rng() % 5) == 0;
+  const std::vector<double> expected = SoftmaxRows(x_host, mask_host, 0.5, kColumns);
+
+  float* x_pinned = nullptr;
+  float* y_pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&x_pinned), kCount * 4), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&y_pinned), kCount * 4), cudaSuccess);
+  void* x_data = nullptr;
+  void* y_data = nullptr;
+  void* mask_data = nullptr;
+  ASSERT_EQ(cudaMalloc(&x_data, kCount * 4), cudaSuccess);  // memory of the application's, not aclrtMalloc's
+  ASSERT_EQ(cudaMalloc(&y_data, kCount * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&mask_data, kCount), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(mask_data, mask_host.data(), kCount, cudaMemcpyHostToDevice), cudaSuccess);
+  aclTensor* x = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, x_data);
+  aclTensor* y = aclCreateTensor(shape, 4, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 4, y_data);
+  aclTensor* mask = aclCreateTensor(shape, 4, ACL_BOOL, strides, 0, ACL_FORMAT_ND, shape, 4, mask_data);
+  ASSERT_NE(mask, nullptr);
+
+  cudaStream_t own = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), cudaSuccess);
+  for (cudaStream_t native : {own, static_cast<cudaStream_t>(nullptr)}) {
+    SCOPED_TRACE(native == nullptr ? "the legacy null stream" : "a stream of the application's");
+    aclrtStream stream = nullptr;
+    ASSERT_EQ(paclrtCreateStreamFromNative(&stream, native), ACL_SUCCESS) << TakeErrors();
+    for (int round = 0; round < 3; ++round) {
+      for (size_t i = 0; i < kCount; ++i) x_pinned[i] = x_host[i];
+      std::fill(y_pinned, y_pinned + kCount, std::nanf(""));
+      ASSERT_EQ(cudaMemsetAsync(x_data, 0xFF, kCount * 4, native), cudaSuccess);  // NaN until the upload lands
+      ASSERT_EQ(cudaMemcpyAsync(x_data, x_pinned, kCount * 4, cudaMemcpyHostToDevice, native), cudaSuccess);
+      uint64_t workspace = 0;
+      aclOpExecutor* executor = nullptr;
+      ASSERT_EQ(aclnnScaledMaskedSoftmaxGetWorkspaceSize(x, mask, 0.5, false, y, &workspace, &executor),
+                ACLNN_SUCCESS)
+          << TakeErrors();
+      ASSERT_EQ(aclnnScaledMaskedSoftmax(nullptr, 0, executor, stream), ACLNN_SUCCESS) << TakeErrors();
+      ASSERT_EQ(cudaMemcpyAsync(y_pinned, y_data, kCount * 4, cudaMemcpyDeviceToHost, native), cudaSuccess);
+      ASSERT_EQ(cudaMemsetAsync(y_data, 0xFF, kCount * 4, native), cudaSuccess);  // after the download only
+      ASSERT_EQ(cudaStreamSynchronize(native), cudaSuccess);
+      size_t wrong = 0;
+      for (size_t i = 0; i < kCount; ++i) wrong += !(std::fabs(y_pinned[i] - expected[i]) <= 2e-6);
+      EXPECT_EQ(wrong, 0u) << "round " << round;
+    }
+    EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS) << TakeErrors();
+    EXPECT_EQ(aclrtDestroyStream(stream), ACL_SUCCESS) << TakeErrors();
+  }
+  EXPECT_EQ(cudaStreamQuery(own), cudaSuccess);  // still a live stream
+  EXPECT_EQ(cudaStreamDestroy(own), cudaSuccess);
+  aclDestroyTensor(x);
+  aclDestroyTensor(y);
+  aclDestroyTensor(mask);
+  cudaFree(x_data);
+  cudaFree(y_data);
+  cudaFree(mask_data);
+  cudaFreeHost(x_pinned);
+  cudaFreeHost(y_pinned);
+}
+
+// A native stream of another GPU, and a null output argument, are refused with messages.
+TEST_F(CudaDeviceTest, StreamsOverNativeStreamsCheckTheirArguments) {
+  EXPECT_EQ(paclrtCreateStreamFromNative(nullptr, nullptr), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), "stream must not be null"));
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  if (gpus < 2) return;
+  cudaStream_t of_device_1 = nullptr;
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&of_device_1), cudaSuccess);
+  aclrtStream stream = nullptr;
+  EXPECT_EQ(paclrtCreateStreamFromNative(&stream, of_device_1), ACL_ERROR_INVALID_PARAM);
+  EXPECT_TRUE(Mentions(TakeErrors(), "belongs to CUDA device 1"));
+  cudaStreamDestroy(of_device_1);
+}
+
+}  // namespace
+#endif  // PACL_TEST_WITH_CUDART

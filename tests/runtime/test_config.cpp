@@ -73,7 +73,7 @@ TEST(Config, PortableAclnnSectionIsChecked) {
     const char* text;
     const char* says;
   };
-  for (const Case& c : {Case{"{\"portable_aclnn\": {\"device\": \"gpu\"}}", "\"cpu\", \"cuda\" or \"auto\""},
+  for (const Case& c : {Case{"{\"portable_aclnn\": {\"device\": \"gpu\"}}", "\"cuda\", \"cuda,cpu\" or \"auto\""},
                         Case{"{\"portable_aclnn\": {\"device\": 1}}", "must be a string"},
                         Case{"{\"portable_aclnn\": {\"devices\": \"cpu\"}}", "no key \"devices\""},
                         Case{"{\"portable_aclnn\": {\"strict\": 1}}", "\"strict\" must be true or false"},

@@ -4,9 +4,11 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "acl/acl.h"
 #include "pacl/runtime.h"
+#include "portable_aclnn/native_stream.h"
 #include "runtime_test_util.h"
 
 namespace {
@@ -73,8 +75,44 @@ int CudaOrNoDevice() {
 int BadChoiceHasNoDevice() {
   uint32_t count = 7;
   if (aclrtGetDeviceCount(&count) != ACL_ERROR_RT_NO_DEVICE || count != 0) return 1;
-  return Mentions(TakeErrors(), {"ACLNN_DEVICE=\"tpu\"", "cpu, cuda or auto"}) ? 0 : 2;
+  return Mentions(TakeErrors(), {"ACLNN_DEVICE=\"tpu\"", "cpu, cuda, cuda,cpu or auto"}) ? 0 : 2;
 }
+
+// ACLNN_DEVICE=cuda,cpu: the GPUs (none without a GPU or CUDA backend), then the CPU. The CPU device refuses GPU
+// memory, and has no native streams to adopt.
+int GpusThenCpu() {
+  uint32_t count = 0;
+  if (aclrtGetDeviceCount(&count) != ACL_SUCCESS || count == 0) return 1;
+  const int32_t cpu = static_cast<int32_t>(count) - 1;
+  for (int32_t id = 0; id < static_cast<int32_t>(count); ++id) {
+    if (aclrtSetDevice(id) != ACL_SUCCESS) return 2;
+    const pacl::rt::DeviceKind kind = pacl::rt::CurrentDevice().kind;
+    if (kind != (id == cpu ? pacl::rt::DeviceKind::kCpu : pacl::rt::DeviceKind::kCuda)) return 3;
+  }
+  const char* name = aclrtGetSocName();  // the CPU's: the last one set
+  if (name == nullptr || std::string(name).rfind("CPU (", 0) != 0) return 4;
+  aclrtStream stream = nullptr;
+  if (paclrtCreateStreamFromNative(&stream, nullptr) != ACL_ERROR_FEATURE_UNSUPPORTED) return 5;
+  if (!Mentions(TakeErrors(), {"paclrtCreateStreamFromNative", "is the CPU", "no native streams"})) return 6;
+  if (cpu > 0) {
+    void* gpu_memory = nullptr;
+    if (aclrtSetDevice(0) != ACL_SUCCESS || aclrtMalloc(&gpu_memory, 256, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+      return 7;
+    }
+    std::string why;
+    if (pacl::rt::DeviceCanAccess({pacl::rt::DeviceKind::kCpu, cpu}, gpu_memory, &why)) return 8;
+    if (why.find("memory of CUDA device 0") == std::string::npos) return 9;
+    std::vector<char> host(256);
+    if (!pacl::rt::DeviceCanAccess({pacl::rt::DeviceKind::kCpu, cpu}, host.data(), &why)) return 10;
+    if (aclrtFree(gpu_memory) != ACL_SUCCESS) return 11;
+  }
+  for (int32_t id = 0; id < static_cast<int32_t>(count); ++id) {
+    if (aclrtResetDevice(id) != ACL_SUCCESS) return 12;
+  }
+  return 0;
+}
+
+TEST(DeviceTable, CudaCpuChoiceGivesTheGpusThenTheCpu) { ExpectInChild("cuda,cpu", GpusThenCpu); }
 
 TEST(DeviceTable, CpuChoiceGivesTheCpuAsDeviceZero) { ExpectInChild("cpu", CpuIsDeviceZero); }
 

@@ -113,10 +113,15 @@ class CpuDevice final : public Backend {
     return ACL_SUCCESS;
   }
   void DestroyNativeStream(int, void*) override {}
+  aclError AdoptNativeStream(int, void*, void**, std::string* error) override {
+    *error = "the CPU device has no native streams: a task runs on its aclrtStream's own thread";
+    return ACL_ERROR_FEATURE_UNSUPPORTED;
+  }
   aclError SynchronizeNativeStream(int, void*, std::string*) override { return ACL_SUCCESS; }
   bool NativeStreamIdle(int, void*) override { return true; }
   aclError Activate(int, std::string*) override { return ACL_SUCCESS; }
   bool CanAccess(int, const void*, std::string*) override { return true; }  // every pointer is host memory
+  bool IsDeviceOnlyMemory(const void*, std::string*) override { return false; }
 };
 
 }  // namespace

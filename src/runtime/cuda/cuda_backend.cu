@@ -138,6 +138,26 @@ class CudaDevice final : public Backend {
     return ACL_SUCCESS;
   }
 
+  aclError AdoptNativeStream(int ordinal, void* external, void** native, std::string* error) override {
+    if (aclError status = Activate(ordinal, error)) return status;
+    if (external == nullptr) {
+      *native = cudaStreamLegacy;  // the null stream: a handle that is not null, for code that tests for "none"
+      return ACL_SUCCESS;
+    }
+    const cudaStream_t stream = static_cast<cudaStream_t>(external);
+    if (stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+      int owner = -1;
+      if (aclError status = Check(cudaStreamGetDevice(stream, &owner), "cudaStreamGetDevice", error)) return status;
+      if (owner != ordinal) {
+        *error = StrFormat("native stream %p belongs to CUDA device %d, not to CUDA device %d", external, owner,
+                           ordinal);
+        return ACL_ERROR_INVALID_PARAM;
+      }
+    }
+    *native = external;
+    return ACL_SUCCESS;
+  }
+
   void DestroyNativeStream(int ordinal, void* native) override {
     if (Activate(ordinal, nullptr) == ACL_SUCCESS) cudaStreamDestroy(static_cast<cudaStream_t>(native));
   }
@@ -152,6 +172,17 @@ class CudaDevice final : public Backend {
 
   aclError Activate(int ordinal, std::string* error) override {
     return Check(cudaSetDevice(ordinal), "cudaSetDevice", error);
+  }
+
+  bool IsDeviceOnlyMemory(const void* p, std::string* what) override {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    if (attributes.type != cudaMemoryTypeDevice) return false;
+    *what = StrFormat("memory of CUDA device %d", attributes.device);
+    return true;
   }
 
   bool CanAccess(int ordinal, const void* p, std::string* why) override {
