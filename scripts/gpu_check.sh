@@ -10,13 +10,14 @@
 #   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it;
 #               memcheck and racecheck of the softmax and NsaCompress operator tests whose kernels use shared-memory
 #               stages or warp shuffles
+#   python      the Python package's tests (tests/python) on that machine's PyTorch, CUDA tensors included
 #   cputests    the runtime, base, conformance and operator tests on the CPU of that machine
 # Every call then writes docs/cuda.md (and docs/cuda_bench.json) from all results so far, and copies them and the log
 # under $OUT. A suite that outlives PACL_SUITE_TIMEOUT seconds (default 600), or the time left before
 # PACL_DEADLINE (seconds since the epoch, optional), is stopped and recorded as timed out, so that one call of the
 # device tool always brings back a report.
 #
-#   PACL_COMMIT=<commit> scripts/gpu_check.sh [stage ...]      (default: build tests bench sanitizers cputests)
+#   PACL_COMMIT=<commit> scripts/gpu_check.sh [stage ...]  (default: build tests python bench sanitizers cputests)
 #
 # One device call (the device tool gives about 15 minutes a session, machine start included), with a build made
 # here (cmake -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90, in
@@ -29,7 +30,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${PACL_GPU_BUILD:-${root}/build-gpu}"
 out="${OUT:-${root}/out}"
 stages=("$@")
-[[ ${#stages[@]} == 0 ]] && stages=(build tests bench sanitizers cputests)
+[[ ${#stages[@]} == 0 ]] && stages=(build tests python bench sanitizers cputests)
 mkdir -p "${out}" "${build}"
 log="${out}/gpu_check.log"
 touch "${log}"
@@ -174,6 +175,27 @@ if wants tests; then
     --gtest_brief=1
   record "runtime tests on the GPU device table" no "${build}/tests/runtime_tests" \
     --gtest_filter='DeviceTable.*:EventTest.*:OptionsTest.*'
+fi
+write_report
+
+if wants python; then
+  # The Python package on this machine's PyTorch (2.x: torch.compile too), CUDA tensors included.
+  name="Python package tests, CUDA tensors included (PyTorch $(python3 -c 'import torch; print(torch.__version__)' \
+    2>/dev/null || echo missing))"
+  step "${name}"
+  pytest_log="${out}/pytest.log"
+  timeout "$(suite_seconds)" env PORTABLE_ACLNN_LIBRARY_DIR="${build}" PYTHONPATH="${root}/python" \
+    PACL_PYTEST_FALLBACK_PATH="${prefix}/usr/lib/python3/dist-packages" PACL_REQUIRE_TORCH=1 \
+    python3 "${root}/tests/python/run_tests.py" 2>&1 | tee "${pytest_log}" >> "${log}"
+  code="${PIPESTATUS[0]}"
+  summary="$(grep -E '[0-9]+ (passed|failed|error)' "${pytest_log}" | tail -1 | tr -d '=' | sed 's/^ *//; s/ *$//')"
+  if [[ "${code}" == 0 ]]; then
+    set_result "${name}" "passed: ${summary}"
+  else
+    set_result "${name}" "FAILED (exit ${code}): ${summary}; $(grep -E '^(FAILED|ERROR) ' "${pytest_log}" | head -6 |
+      tr '\n' ' ')"
+    status=1
+  fi
 fi
 write_report
 

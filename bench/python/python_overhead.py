@@ -1,11 +1,13 @@
 """The Python layer's cost per call: portable_aclnn.scaled_masked_softmax on a small tensor against the same
 aclnn call sequence (phase 1, aclrtMalloc, phase 2, synchronise, free) made directly through ctypes with aclTensors
 created once, and the MSDA training step (forward + backward) at Deformable DETR's encoder shapes from Python.
+With a GPU (PyTorch with CUDA, a CUDA build), also a small call on CUDA tensors against torch.softmax's.
 
     PYTHONPATH=python PORTABLE_ACLNN_LIBRARY_DIR=build ACLNN_NUM_THREADS=2 python3 bench/python/python_overhead.py
 """
 
 import time
+import types
 
 import numpy as np
 import torch
@@ -30,13 +32,17 @@ def main():
     mask = torch.zeros(1, 1, 4, 16, dtype=torch.bool)
     y = torch.empty_like(x)
     tx, tm, ty = AclTensor(x, "x"), AclTensor(mask, "mask"), AclTensor(y, "y")
-    direct = best_per_call_us(lambda: api().run("aclnnScaledMaskedSoftmax", tx.handle, tm.handle, 1.0, False,
+    host = types.SimpleNamespace(cuda_index=None)  # what run() reads of the call's Operands: host memory
+    direct = best_per_call_us(lambda: api().run("aclnnScaledMaskedSoftmax", host, tx.handle, tm.handle, 1.0, False,
                                                 ty.handle))
     with torch.no_grad():
         python = best_per_call_us(lambda: pa.scaled_masked_softmax(x, mask))
     with_autograd = best_per_call_us(lambda: pa.scaled_masked_softmax(x.requires_grad_(), mask), calls=1000)
     print(f"softmax (1, 2, 4, 16) FLOAT: C sequence through ctypes {direct:.1f} us, portable_aclnn function "
           f"{python:.1f} us (no_grad), {with_autograd:.1f} us (autograd); Python layer +{python - direct:.1f} us")
+
+    if torch.cuda.is_available() and api().gpu_count > 0:
+        cuda_call_costs(x, mask)
 
     # MSDA training step, DETR encoder: bs 2, levels 100x150, 50x75, 25x38, 13x19; nh 8, nl 4, np 4, c 32.
     shapes = torch.tensor([[100, 150], [50, 75], [25, 38], [13, 19]])
@@ -66,6 +72,41 @@ def main():
     print(f"MSDA encoder training step (forward + backward) from Python: median {np.median(times) * 1e3:.1f} ms, "
           f"best {min(times) * 1e3:.1f} ms (compare aclnn_bench's MsdaForward/FLOAT/encoder + "
           f"MsdaBackward/FLOAT/encoder fresh_calls)")
+
+
+def cuda_call_costs(x, mask):
+    """The host's time per call on CUDA tensors (calls queued on PyTorch's stream, one synchronisation at the end),
+    against PyTorch's own softmax on the same tensor: what the package adds to a framework call."""
+    x, mask = x.cuda(), mask.cuda()
+
+    def queued(function):
+        def calls():
+            for _ in range(200):
+                function()
+            torch.cuda.synchronize()
+
+        return best_per_call_us(calls, calls=10) / 200
+
+    # The bare sequence through ctypes: phase 1 and phase 2 on the aclrtStream over PyTorch's current stream, with
+    # the aclTensors made once (what a C program calling us on that stream pays).
+    y = torch.empty_like(x)
+    tx, tm, ty = AclTensor(x, "x"), AclTensor(mask, "mask"), AclTensor(y, "y")
+    pa.scaled_masked_softmax(x, mask)  # opens the device and wraps the stream
+    device = api().gpus[x.device.index]
+    stream = device.native_streams[torch.cuda.current_stream().cuda_stream]
+    api().aclrtSetCurrentContext(device.context)
+
+    def bare():
+        size, executor = api()._phase1("aclnnScaledMaskedSoftmax", (tx.handle, tm.handle, 1.0, False, ty.handle))
+        api().check("aclnnScaledMaskedSoftmax", api().phase2["aclnnScaledMaskedSoftmax"](None, size, executor, stream))
+
+    with torch.no_grad():
+        direct = queued(bare)
+        ours = queued(lambda: pa.scaled_masked_softmax(x, mask))
+        theirs = queued(lambda: torch.softmax(x, -1))
+    print(f"softmax (1, 2, 4, 16) FLOAT on {torch.cuda.get_device_name()} (host time per call, queued on PyTorch's "
+          f"stream): C sequence through ctypes {direct:.1f} us, portable_aclnn function {ours:.1f} us (Python layer "
+          f"+{ours - direct:.1f} us), torch.softmax {theirs:.1f} us")
 
 
 if __name__ == "__main__":

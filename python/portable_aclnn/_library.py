@@ -5,6 +5,7 @@ was installed (_install_dir.py, written by `cmake --install`), in a build direct
 (build/ next to python/), and on the system's library path.
 """
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -64,6 +65,11 @@ _SIGNATURES = {
     "aclrtSetDevice": ("ascendcl", ctypes.c_int, [ctypes.c_int32]),
     "aclrtCreateStream": ("ascendcl", ctypes.c_int, [_pp]),
     "aclrtSynchronizeStream": ("ascendcl", ctypes.c_int, [_p]),
+    "aclrtGetDeviceCount": ("ascendcl", ctypes.c_int, [ctypes.POINTER(ctypes.c_uint32)]),
+    "aclrtGetSocName": ("ascendcl", ctypes.c_char_p, []),
+    "aclrtGetCurrentContext": ("ascendcl", ctypes.c_int, [_pp]),
+    "aclrtSetCurrentContext": ("ascendcl", ctypes.c_int, [_p]),
+    "paclrtCreateStreamFromNative": ("ascendcl", ctypes.c_int, [_pp, _p]),
     "aclrtMalloc": ("ascendcl", ctypes.c_int, [_pp, ctypes.c_size_t, ctypes.c_int]),
     "aclrtFree": ("ascendcl", ctypes.c_int, [_p]),
     "aclGetRecentErrMsg": ("ascendcl", ctypes.c_char_p, []),
@@ -95,14 +101,24 @@ for _name in _PHASE2:
     _SIGNATURES[_name] = ("opapi", ctypes.c_int, [_p, _u64, _p, _p])
 
 
+class _Device:
+    """One aclnn device the package uses: its context, and the streams calls run on."""
+
+    def __init__(self, context):
+        self.context = context
+        self.stream = None  # the CPU's own stream
+        self.native_streams = {}  # a GPU's: aclrtStream over each PyTorch stream used, by cudaStream_t
+
+
 class _Api:
-    """The loaded functions (attributes named as in C), the process's stream, and the call sequence."""
+    """The loaded functions (attributes named as in C), the devices and streams, and the call sequence."""
 
     def __init__(self):
-        # The package passes host memory (CPU tensors, NumPy arrays): it needs the CPU device. Unset, ACLNN_DEVICE
-        # means "auto", which on a machine with an NVIDIA GPU and a CUDA build gives the GPUs alone, and every call
-        # would be refused (host memory is not device memory). A value the program set is left alone.
-        os.environ.setdefault("ACLNN_DEVICE", "cpu")
+        # The package passes host memory (CPU tensors, NumPy arrays) to the CPU device and CUDA tensors to the GPUs:
+        # it needs both, which "cuda,cpu" numbers as the GPUs 0..n-1 and the CPU n (n = 0 without GPUs or a CUDA
+        # build). Unset, ACLNN_DEVICE means "auto", the GPUs alone where there are any. A value the program set is
+        # left alone.
+        os.environ.setdefault("ACLNN_DEVICE", "cuda,cpu")
         libraries = {name: _load(name) for name in ("ascendcl", "nnopbase", "opapi")}
         for name, (library, restype, argtypes) in _SIGNATURES.items():
             function = getattr(libraries[library], name)
@@ -112,10 +128,30 @@ class _Api:
         self.phase1 = {op: getattr(self, op + "GetWorkspaceSize") for op in _PHASE2}
         self.phase2 = {op: getattr(self, op) for op in _PHASE2}
         self.check("aclInit", self.aclInit(None), accept=(100002,))  # 100002: initialised already
-        self.check("aclrtSetDevice", self.aclrtSetDevice(0))
-        stream = ctypes.c_void_p()
-        self.check("aclrtCreateStream", self.aclrtCreateStream(ctypes.byref(stream)))
-        self.stream = stream
+        count = ctypes.c_uint32(0)
+        self.check("aclrtGetDeviceCount", self.aclrtGetDeviceCount(ctypes.byref(count)))
+        # The CPU, where there is one, is the last device ("cuda,cpu", or "cpu" alone; not with "cuda" or "auto" on
+        # a machine with GPUs).
+        last = self._open_device(count.value - 1)
+        soc_name = (self.aclrtGetSocName() or b"").decode("utf-8", "replace")
+        self.gpu_count = count.value - 1 if soc_name.startswith("CPU") else count.value
+        self.gpus = {}
+        self.cpu = None
+        if self.gpu_count < count.value:
+            self.cpu = last
+            stream = ctypes.c_void_p()
+            self.check("aclrtCreateStream", self.aclrtCreateStream(ctypes.byref(stream)))
+            self.cpu.stream = stream
+        else:
+            self.gpus[count.value - 1] = last
+        self.lock = threading.Lock()
+
+    def _open_device(self, device_id):
+        """Sets device_id (its default context, made current on this thread) and returns it as a _Device."""
+        self.check("aclrtSetDevice", self.aclrtSetDevice(device_id))
+        context = ctypes.c_void_p()
+        self.check("aclrtGetCurrentContext", self.aclrtGetCurrentContext(ctypes.byref(context)))
+        return _Device(context)
 
     def recent_error(self):
         message = self.aclGetRecentErrMsg()
@@ -125,26 +161,79 @@ class _Api:
         if status != ACL_SUCCESS and status not in accept:
             raise AclnnError(function, status, self.recent_error())
 
-    def run(self, op, *phase1_args):
-        """CANN's sequence for one call: phase 1, a workspace from aclrtMalloc, phase 2, synchronise, free."""
+    def _phase1(self, op, phase1_args):
         workspace_size = ctypes.c_uint64(0)
         executor = ctypes.c_void_p()
         status = self.phase1[op](*phase1_args, ctypes.byref(workspace_size), ctypes.byref(executor))
         if status != ACL_SUCCESS:
             raise AclnnError(op + "GetWorkspaceSize", status, self.recent_error())
+        return workspace_size.value, executor
+
+    def run(self, op, operands, *phase1_args):
+        """One call, on the device of its arrays (operands: the _tensors.Operands that made phase1_args' tensors):
+        the CPU device for host memory, else the CUDA device of the call's tensors."""
+        cuda_index = operands.cuda_index
+        if cuda_index is not None:
+            return self._run_on_gpu(op, cuda_index, phase1_args)
+        if self.cpu is None:
+            raise ValueError(f"{op}: host memory needs the CPU device, and this process's devices have none "
+                             f"(ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}; the package's default is cuda,cpu)")
+        # CANN's sequence: phase 1, a workspace from aclrtMalloc, phase 2, synchronise, free.
+        self.check("aclrtSetCurrentContext", self.aclrtSetCurrentContext(self.cpu.context))
+        workspace_size, executor = self._phase1(op, phase1_args)
         workspace = ctypes.c_void_p()
-        if workspace_size.value > 0:
-            status = self.aclrtMalloc(ctypes.byref(workspace), workspace_size.value, ACL_MEM_MALLOC_HUGE_FIRST)
+        if workspace_size > 0:
+            status = self.aclrtMalloc(ctypes.byref(workspace), workspace_size, ACL_MEM_MALLOC_HUGE_FIRST)
             if status != ACL_SUCCESS:
                 message = self.recent_error()
                 self.aclDestroyAclOpExecutor(executor)
                 raise AclnnError("aclrtMalloc", status, message)
         try:
-            self.check(op, self.phase2[op](workspace, workspace_size.value, executor, self.stream))
-            self.check("aclrtSynchronizeStream", self.aclrtSynchronizeStream(self.stream))
+            self.check(op, self.phase2[op](workspace, workspace_size, executor, self.cpu.stream))
+            self.check("aclrtSynchronizeStream", self.aclrtSynchronizeStream(self.cpu.stream))
         finally:
             if workspace.value:
                 self.aclrtFree(workspace)
+
+    def _gpu(self, index):
+        device = self.gpus.get(index)
+        if device is not None:
+            return device
+        if index >= self.gpu_count:
+            raise ValueError(
+                f"tensors on cuda:{index} need portable_aclnn's CUDA device {index}, and this process has "
+                f"{self.gpu_count} (a build with the CUDA backend, and ACLNN_DEVICE=cuda,cpu, the package's default, "
+                f"or cuda; it is {os.environ.get('ACLNN_DEVICE')})")
+        with self.lock:
+            if index not in self.gpus:
+                self.gpus[index] = self._open_device(index)
+        return self.gpus[index]
+
+    def _run_on_gpu(self, op, index, phase1_args):
+        """A call on PyTorch's current stream of CUDA device index, as PyTorch's own operators run: asynchronous, a
+        workspace from PyTorch's caching allocator (freed memory is reused in stream order), no synchronisation."""
+        import torch
+
+        device = self._gpu(index)
+        # The run makes its GPU current on this thread (cudaSetDevice): PyTorch's current device is put back after.
+        with torch.cuda.device(index) if torch.cuda.current_device() != index else contextlib.nullcontext():
+            native = torch.cuda.current_stream(index).cuda_stream
+            self.check("aclrtSetCurrentContext", self.aclrtSetCurrentContext(device.context))
+            stream = device.native_streams.get(native)
+            if stream is None:
+                with self.lock:
+                    stream = device.native_streams.get(native)
+                    if stream is None:
+                        stream = ctypes.c_void_p()
+                        self.check("paclrtCreateStreamFromNative",
+                                   self.paclrtCreateStreamFromNative(ctypes.byref(stream), native or None))
+                        device.native_streams[native] = stream
+            workspace_size, executor = self._phase1(op, phase1_args)
+            workspace = None
+            if workspace_size > 0:
+                workspace = torch.empty((workspace_size,), dtype=torch.uint8, device=torch.device("cuda", index))
+            self.check(op, self.phase2[op](workspace.data_ptr() if workspace is not None else None, workspace_size,
+                                           executor, stream))
 
 
 _api = None

@@ -30,7 +30,8 @@ def triu_mask(like, query_len, key_len):
     if is_torch(like):
         import torch
 
-        return torch.ones((query_len, key_len), dtype=torch.bool).triu(1).reshape(1, 1, query_len, key_len)
+        return torch.ones((query_len, key_len), dtype=torch.bool, device=like.device).triu(1).reshape(
+            1, 1, query_len, key_len)
     return np.triu(np.ones((query_len, key_len), dtype=np.bool_), 1).reshape(1, 1, query_len, key_len)
 
 
@@ -48,8 +49,8 @@ def scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):
     mask = _softmax_mask(x, mask, fixed_triu_mask)
     y = empty_like_kind(x, tuple(x.shape))
     with Operands() as views:
-        api().run("aclnnScaledMaskedSoftmax", views.tensor(x, "x"), views.tensor(mask, "mask"), float(scale), False,
-                  views.tensor(y, "y"))
+        api().run("aclnnScaledMaskedSoftmax", views, views.tensor(x, "x"), views.tensor(mask, "mask"), float(scale),
+                  False, views.tensor(y, "y"))
     return y
 
 
@@ -58,8 +59,8 @@ def scaled_masked_softmax_backward(grad_output, y, mask, scale=1.0, fixed_triu_m
     mask = _softmax_mask(y, mask, fixed_triu_mask)
     out = empty_like_kind(y, tuple(y.shape))
     with Operands() as views:
-        api().run("aclnnScaledMaskedSoftmaxBackward", views.tensor(grad_output, "grad_output"), views.tensor(y, "y"),
-                  views.tensor(mask, "mask"), float(scale), False, views.tensor(out, "out"))
+        api().run("aclnnScaledMaskedSoftmaxBackward", views, views.tensor(grad_output, "grad_output"),
+                  views.tensor(y, "y"), views.tensor(mask, "mask"), float(scale), False, views.tensor(out, "out"))
     return out
 
 
@@ -73,7 +74,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise ValueError(f"grid_sample takes 4-D input and grid, got {tuple(input.shape)} and {tuple(grid.shape)}")
     out = empty_like_kind(input, (input.shape[0], input.shape[1], grid.shape[1], grid.shape[2]))
     with Operands() as views:
-        api().run("aclnnGridSampler2D", views.tensor(input, "input"), views.tensor(grid, "grid"), interpolation,
+        api().run("aclnnGridSampler2D", views, views.tensor(input, "input"), views.tensor(grid, "grid"), interpolation,
                   padding, bool(align_corners), views.tensor(out, "out"))
     return out
 
@@ -87,20 +88,23 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
     grid_grad = empty_like_kind(grid, tuple(grid.shape))
     chosen = bool_array([bool(output_mask[0]), bool(output_mask[1])])
     with Operands() as views:
-        api().run("aclnnGridSampler2DBackward", views.tensor(grad_output, "grad_output"), views.tensor(input, "input"),
-                  views.tensor(grid, "grid"), interpolation, padding, bool(align_corners), chosen.handle,
-                  views.tensor(input_grad, "input_grad"), views.tensor(grid_grad, "grid_grad"))
+        api().run("aclnnGridSampler2DBackward", views, views.tensor(grad_output, "grad_output"),
+                  views.tensor(input, "input"), views.tensor(grid, "grid"), interpolation, padding, bool(align_corners),
+                  chosen.handle, views.tensor(input_grad, "input_grad"), views.tensor(grid_grad, "grid_grad"))
     return (input_grad if output_mask[0] else None), (grid_grad if output_mask[1] else None)
 
 
 def _index_tensor(array, reference):
-    """spatial_shapes / level_start_index as an int tensor of the reference's kind (lists accepted)."""
-    if is_torch(array) or isinstance(array, np.ndarray):
-        return array
+    """spatial_shapes / level_start_index as an int tensor of the reference's kind and device (lists, and CPU
+    tensors beside a CUDA reference, accepted: they are a few integers)."""
     if is_torch(reference):
         import torch
 
-        return torch.as_tensor(array, dtype=torch.int64)
+        if is_torch(array) and array.device == reference.device:
+            return array
+        return torch.as_tensor(array, dtype=None if is_torch(array) else torch.int64, device=reference.device)
+    if is_torch(array) or isinstance(array, np.ndarray):
+        return array
     return np.asarray(array, dtype=np.int64)
 
 
@@ -120,7 +124,7 @@ def multi_scale_deformable_attn(value, value_spatial_shapes, value_level_start_i
     nq = sampling_locations.shape[1]
     out = empty_like_kind(value, (bs, nq, nh * c))
     with Operands() as views:
-        api().run("aclnnMultiScaleDeformableAttnFunction", *[views.tensor(a, n) for a, n in (
+        api().run("aclnnMultiScaleDeformableAttnFunction", views, *[views.tensor(a, n) for a, n in (
             (value, "value"), (shapes, "value_spatial_shapes"), (starts, "value_level_start_index"),
             (sampling_locations, "sampling_locations"), (attention_weights, "attention_weights"), (out, "output"))])
     return out
@@ -135,7 +139,7 @@ def multi_scale_deformable_attn_backward(value, value_spatial_shapes, value_leve
     grad_location = empty_like_kind(sampling_locations, tuple(sampling_locations.shape))
     grad_attn = empty_like_kind(attention_weights, tuple(attention_weights.shape))
     with Operands() as views:
-        api().run("aclnnMultiScaleDeformableAttentionGrad", *[views.tensor(a, n) for a, n in (
+        api().run("aclnnMultiScaleDeformableAttentionGrad", views, *[views.tensor(a, n) for a, n in (
             (value, "value"), (shapes, "value_spatial_shapes"), (starts, "value_level_start_index"),
             (sampling_locations, "sampling_locations"), (attention_weights, "attention_weights"),
             (grad_output, "grad_output"), (grad_value, "grad_value"), (grad_location, "grad_sampling_locations"),
@@ -173,7 +177,7 @@ def nsa_compress(input, weight, compress_block_size, compress_stride, actual_seq
     out = empty_like_kind(input, (blocks, input.shape[1], input.shape[2]))
     seq = int_array(ends)
     with Operands() as views:
-        api().run("aclnnNsaCompress", views.tensor(input, "input"), views.tensor(weight, "weight"), seq.handle,
+        api().run("aclnnNsaCompress", views, views.tensor(input, "input"), views.tensor(weight, "weight"), seq.handle,
                   ctypes.c_char_p(b"TND"), int(compress_block_size), int(compress_stride), 0,
                   views.tensor(out, "output"))
     return out
@@ -186,7 +190,7 @@ def nsa_compress_backward(grad_output, input, weight, compress_block_size, compr
     weight_grad = empty_like_kind(weight, tuple(weight.shape))
     seq = int_array(ends)
     with Operands() as views:
-        api().run("aclnnNsaCompressGrad", views.tensor(grad_output, "grad_output"), views.tensor(input, "input"),
+        api().run("aclnnNsaCompressGrad", views, views.tensor(grad_output, "grad_output"), views.tensor(input, "input"),
                   views.tensor(weight, "weight"), seq.handle, int(compress_block_size), int(compress_stride), 0,
                   ctypes.c_char_p(b"TND"), views.tensor(input_grad, "input_grad"),
                   views.tensor(weight_grad, "weight_grad"))

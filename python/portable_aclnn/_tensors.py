@@ -36,13 +36,19 @@ def require_array(array, name):
         raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
 
 
+def cuda_index(array, name):
+    """None for host memory (NumPy, CPU tensors), the device index of a CUDA tensor; ValueError for other devices."""
+    if not is_torch(array) or array.is_cpu:
+        return None
+    if array.is_cuda:
+        return array.device.index
+    raise ValueError(f"{name}: tensors on {array.device} are not supported: portable_aclnn runs on the CPU and on "
+                     "CUDA GPUs")
+
+
 def describe(array, name):
     """(data pointer, shape, element strides, acl dtype) of a torch tensor or NumPy array."""
     if is_torch(array):
-        if not array.is_cpu:
-            raise ValueError(
-                f"{name}: tensors on {array.device} are not supported yet; portable_aclnn's Python package runs "
-                "on the CPU device (move the tensor with .cpu())")
         dtype = _TORCH_DTYPES.get(array.dtype)
         if dtype is None:
             raise TypeError(f"{name}: dtype {array.dtype} is not supported")
@@ -105,14 +111,27 @@ def create_tensor(array, name):
 
 class Operands:
     """The aclTensor views of one call's arrays, destroyed together when the `with` block ends. The caller keeps the
-    arrays alive for the block (they are its arguments and results)."""
+    arrays alive for the block (they are its arguments and results). All of a call's arrays are host memory (run on
+    the CPU device) or on one CUDA device (`cuda_index`, run there): checked as they are added."""
 
-    __slots__ = ("_handles",)
+    __slots__ = ("_handles", "cuda_index", "_first")
 
     def __init__(self):
         self._handles = []
+        self.cuda_index = None
+        self._first = None  # (name, device) of the first operand
 
     def tensor(self, array, name):
+        index = cuda_index(array, name)
+        if self._first is None:
+            self._first = (name, index)
+            self.cuda_index = index
+        elif index != self.cuda_index:
+            def where(i):
+                return "host memory" if i is None else f"cuda:{i}"
+
+            raise ValueError(f"{name} is in {where(index)}, but {self._first[0]} is in {where(self.cuda_index)}: "
+                             "a call's tensors must all be on one device")
         handle = create_tensor(array, name)
         self._handles.append(handle)
         return handle

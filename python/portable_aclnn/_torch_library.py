@@ -1,11 +1,11 @@
 """The operators registered with PyTorch's dispatcher as torch.ops.portable_aclnn.*, so that torch.compile, FX and
 TorchScript see them as single operators (docs/python.md, "torch.library").
 
-Each operator gets a schema, a CPU kernel (the _ops function), a fake kernel that only makes outputs of the right
-shape (for meta tensors and torch.compile's FakeTensors), and autograd: on PyTorch >= 2.4 through
-torch.library.register_autograd, whose backward calls the registered backward operator (so AOTAutograd traces it);
-before 2.4 (Debian's 1.13 included) through Python kernels for the AutogradCPU and AutogradMeta keys (the autograd
-Functions of _autograd.py on the CPU; shapes only on meta tensors).
+Each operator gets a schema, a CPU and a CUDA kernel (the _ops function, which takes both), a fake kernel that only
+makes outputs of the right shape (for meta tensors and torch.compile's FakeTensors), and autograd: on PyTorch >= 2.4
+through torch.library.register_autograd, whose backward calls the registered backward operator (so AOTAutograd
+traces it); before 2.4 (Debian's 1.13 included) through Python kernels for the AutogradCPU, AutogradCUDA and
+AutogradMeta keys (the autograd Functions of _autograd.py; shapes only on meta tensors).
 
 Imported by the package when PyTorch is installed; registration happens once per process.
 """
@@ -166,7 +166,9 @@ def register():
         return
     modern = hasattr(torch.library, "register_autograd") and hasattr(torch.library, "register_fake")
     for name in SCHEMAS:
+        # The package's functions take CPU and CUDA tensors alike (a CUDA call runs on PyTorch's current stream).
         library.impl(name, CPU_KERNELS[name], "CPU")
+        library.impl(name, CPU_KERNELS[name], "CUDA")
         qualified = f"{NAMESPACE}::{name}"
         if modern:
             torch.library.register_fake(qualified, FAKE_KERNELS[name], lib=library)
@@ -179,10 +181,12 @@ def register():
                                             lib=library)
         else:
             library.impl(name, LEGACY_AUTOGRAD[name], "AutogradCPU")
+            library.impl(name, LEGACY_AUTOGRAD[name], "AutogradCUDA")
     if not modern:
-        # Backward operators have no derivative of their own (as in the package's functions): AutogradCPU runs them
-        # as they are.
+        # Backward operators have no derivative of their own (as in the package's functions): AutogradCPU and
+        # AutogradCUDA run them as they are.
         for name in SCHEMAS:
             if name not in AUTOGRAD:
                 library.impl(name, CPU_KERNELS[name], "AutogradCPU")
+                library.impl(name, CPU_KERNELS[name], "AutogradCUDA")
     _library = library

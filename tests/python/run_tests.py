@@ -7,6 +7,10 @@ import sys
 
 
 def main():
+    # scripts/gpu_check.sh: Debian's pytest unpacked beside a Python that lacks it, searched after everything else.
+    fallback = os.environ.get("PACL_PYTEST_FALLBACK_PATH")
+    if fallback:
+        sys.path.append(fallback)
     missing = []
     for module in ("pytest", "numpy", "torch"):
         try:
@@ -19,7 +23,7 @@ def main():
         return 1 if os.environ.get("PACL_REQUIRE_TORCH") == "1" else 77
     import pytest
 
-    return pytest.main(["-q", "-p", "no:cacheprovider", os.path.dirname(os.path.abspath(__file__))])
+    return pytest.main(["-q", "-rs", "-p", "no:cacheprovider", os.path.dirname(os.path.abspath(__file__))])
 
 
 if __name__ == "__main__":

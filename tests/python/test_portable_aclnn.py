@@ -12,6 +12,18 @@ import torch
 import portable_aclnn as pa
 from portable_aclnn.compat import mmcv, mx_driving, torch_npu
 
+def cuda_runs_here():
+    """Whether PyTorch has a GPU and the libraries a CUDA device for it (a build with the CUDA backend)."""
+    if not torch.cuda.is_available():
+        return False
+    from portable_aclnn._library import api
+
+    return api().gpu_count > 0
+
+
+needs_cuda = pytest.mark.skipif(not cuda_runs_here(), reason="needs an NVIDIA GPU, PyTorch with CUDA and a build "
+                                "with the CUDA backend (scripts/gpu_check.sh runs these)")
+
 # Tolerances per dtype for results computed in fp32 and rounded once to the output dtype.
 TOLERANCE = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float64: 1e-12}
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -232,8 +244,9 @@ OPS = torch.ops.portable_aclnn
 TORCH_VERSION = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
 
 
-def library_cases():
-    """(name, forward through torch.ops, the same through the package's function, differentiable inputs)."""
+def library_cases(device="cpu"):
+    """(name, forward through torch.ops, the same through the package's function, differentiable inputs), with
+    every tensor on device (the same values on every device)."""
     g = torch.Generator().manual_seed(21)
     x = torch.randn(2, 3, 4, 8, generator=g)
     mask = torch.rand(1, 3, 4, 8, generator=g) > 0.7
@@ -242,6 +255,8 @@ def library_cases():
     value, shapes, starts, locations, weights = msda_problem(torch.float32, 22)
     tokens = torch.randn(100, 2, 24, generator=g).half()
     nsa_weight = (torch.rand(32, 2, generator=g) / 8).half()
+    x, mask, image, grid, value, shapes, starts, locations, weights, tokens, nsa_weight = (
+        t.to(device) for t in (x, mask, image, grid, value, shapes, starts, locations, weights, tokens, nsa_weight))
     return [
         ("scaled_masked_softmax", lambda a: OPS.scaled_masked_softmax(a, mask, 0.5),
          lambda a: pa.scaled_masked_softmax(a, mask, 0.5), [x]),
@@ -328,6 +343,103 @@ def test_torch_compile_traces_the_ops_forward_and_backward():
 
 
 # --------------------------------------------------------------------------------------------------------------
+# CUDA tensors: the GPU's kernels, on PyTorch's current stream
+
+# The GPU's kernels against the CPU's on the same inputs (the CPU's are checked against float64 above): they differ
+# by their order of summation only.
+CUDA_AGAINST_CPU = {torch.float32: 2e-5, torch.float16: 2e-3, torch.float64: 1e-12}
+
+
+@needs_cuda
+@pytest.mark.parametrize("index", range(len(library_cases())), ids=[case[0] for case in library_cases()])
+def test_cuda_tensors_match_the_cpu_with_autograd_and_torch_ops(index):
+    name, _, on_cpu, cpu_inputs = library_cases()[index]
+    _, through_ops, on_gpu, gpu_inputs = library_cases("cuda")[index]
+    cpu_leaves = [t.clone().requires_grad_() for t in cpu_inputs]
+    gpu_leaves = [t.clone().requires_grad_() for t in gpu_inputs]
+    ops_leaves = [t.clone().requires_grad_() for t in gpu_inputs]
+    expected, out, out_ops = on_cpu(*cpu_leaves), on_gpu(*gpu_leaves), through_ops(*ops_leaves)
+    assert out.is_cuda and out.dtype == expected.dtype and torch.equal(out, out_ops), name
+    tolerance = CUDA_AGAINST_CPU[out.dtype]
+    assert torch.allclose(out.cpu().double(), expected.detach().double(), rtol=tolerance, atol=tolerance), name
+    dy = torch.randn(out.shape, generator=torch.Generator().manual_seed(24)).to(out.dtype)
+    expected.backward(dy)
+    out.backward(dy.cuda())
+    out_ops.backward(dy.cuda())
+    for cpu_leaf, gpu_leaf, ops_leaf in zip(cpu_leaves, gpu_leaves, ops_leaves):
+        assert gpu_leaf.grad.is_cuda and torch.equal(gpu_leaf.grad, ops_leaf.grad), name
+        scale = float(cpu_leaf.grad.double().abs().max()) + 1.0
+        assert torch.allclose(gpu_leaf.grad.cpu().double(), cpu_leaf.grad.double(), rtol=tolerance,
+                              atol=tolerance * scale), name
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_cuda_softmax_against_float64(dtype):
+    g = torch.Generator().manual_seed(31)
+    x = (torch.rand(2, 3, 17, 300, generator=g) * 8 - 4).to(dtype)
+    mask = torch.rand(2, 1, 17, 300, generator=g) < 0.3
+    y = pa.scaled_masked_softmax(x.cuda(), mask.cuda(), 0.7)
+    assert y.is_cuda and y.dtype == dtype
+    close(y.cpu(), softmax_reference(x.double().numpy(), mask.numpy(), 0.7), dtype, scale=0.0)
+
+
+@needs_cuda
+def test_cuda_grid_sample_gradcheck_in_double():
+    g = torch.Generator().manual_seed(32)
+    image = torch.randn(1, 2, 5, 4, generator=g, dtype=torch.float64).cuda().requires_grad_()
+    grid = (torch.rand(1, 3, 3, 2, generator=g, dtype=torch.float64) * 1.6 - 0.8).cuda().requires_grad_()
+    for mode in ("bilinear", "bicubic"):
+        expected = torch.nn.functional.grid_sample(image, grid, mode, "border", align_corners=True)
+        close(pa.grid_sample(image, grid, mode, "border", True).detach().cpu(), expected.detach().cpu().numpy(),
+              torch.float64)
+        assert torch.autograd.gradcheck(lambda a, b: pa.grid_sample(a, b, mode, "border", True), (image, grid))
+
+
+@needs_cuda
+@pytest.mark.parametrize("side_stream", [False, True], ids=["default stream", "side stream"])
+def test_cuda_calls_run_on_the_current_stream_without_waiting(side_stream):
+    g = torch.Generator().manual_seed(33)
+    x_host = torch.randn(4, 8, 64, 512, generator=g)
+    mask_host = torch.rand(4, 1, 64, 512, generator=g) < 0.2
+    stream = torch.cuda.Stream() if side_stream else torch.cuda.current_stream()
+    with torch.cuda.stream(stream):
+        x, mask = x_host.cuda(), mask_host.cuda()
+        torch.cuda._sleep(400_000_000)  # keeps the stream busy for a while (~0.2-0.3 s)
+        x = x * 2.0  # written after the sleep: read too early, the call would see the copy's values
+        y = pa.scaled_masked_softmax(x, mask, 0.5)
+        busy = not stream.query()  # the call returned while the stream still runs the sleep: it did not wait
+        z = y * 3.0
+    stream.synchronize()
+    assert busy
+    close((z / 3.0).cpu(), softmax_reference((x_host * 2.0).double().numpy(), mask_host.numpy(), 0.5),
+          torch.float32, scale=0.0)
+
+
+@needs_cuda
+def test_cuda_and_host_tensors_in_one_call_are_refused():
+    with pytest.raises(ValueError, match="must all be on one device"):
+        pa.grid_sample(torch.zeros(1, 1, 2, 2, device="cuda"), torch.zeros(1, 1, 1, 2))
+    with pytest.raises(ValueError, match="must all be on one device"):
+        pa.scaled_masked_softmax(torch.zeros(1, 1, 2, 4, device="cuda"), torch.zeros(1, 1, 2, 4, dtype=torch.bool))
+
+
+@needs_cuda
+@pytest.mark.skipif(TORCH_VERSION < (2, 4), reason="torch.compile of custom operators needs PyTorch >= 2.4")
+def test_torch_compile_on_cuda_tensors():
+    for name, through_ops, through_package, inputs in library_cases("cuda"):
+        compiled = torch.compile(through_ops, fullgraph=True, backend="aot_eager")
+        ours = [t.clone().requires_grad_() for t in inputs]
+        theirs = [t.clone().requires_grad_() for t in inputs]
+        out, expected = compiled(*ours), through_package(*theirs)
+        assert out.is_cuda and torch.equal(out, expected), name
+        out.backward(torch.ones_like(out))
+        expected.backward(torch.ones_like(expected))
+        for a, b in zip(ours, theirs):
+            assert torch.equal(a.grad, b.grad), name
+
+
+# --------------------------------------------------------------------------------------------------------------
 # Errors
 
 def test_errors_name_the_rule():
@@ -353,19 +465,27 @@ def test_numpy_works_without_torch():
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
 
 
-def test_the_package_picks_the_cpu_device_unless_told():
-    # Unset, ACLNN_DEVICE means "auto": the GPUs alone where a CUDA build finds one, which would refuse host memory.
+def test_the_package_picks_the_gpus_and_the_cpu_unless_told():
+    # Unset, ACLNN_DEVICE means "auto": the GPUs alone where a CUDA build finds one, which would refuse host memory;
+    # the package asks for both ("cuda,cpu"). A choice the program made stays, with a clear error where it leaves
+    # host memory no device.
     code = ("import os, numpy as np, portable_aclnn as pa\n"
-            "y = pa.scaled_masked_softmax(np.zeros((1, 1, 2, 4), np.float32), np.zeros((1, 1, 2, 4), bool))\n"
-            "assert np.allclose(y, 0.25), y\n"
-            "print(os.environ.get('ACLNN_DEVICE'))\n")
-    for preset, expected in ((None, "cpu"), ("cpu", "cpu"), ("auto", "auto")):
+            "try:\n"
+            "    y = pa.scaled_masked_softmax(np.zeros((1, 1, 2, 4), np.float32), np.zeros((1, 1, 2, 4), bool))\n"
+            "    assert np.allclose(y, 0.25), y\n"
+            "    print('ran', os.environ.get('ACLNN_DEVICE'))\n"
+            "except ValueError as error:\n"
+            "    assert 'host memory needs the CPU device' in str(error), error\n"
+            "    print('refused', os.environ.get('ACLNN_DEVICE'))\n")
+    gpus_here = cuda_runs_here()
+    for preset, expected in ((None, "ran cuda,cpu"), ("cpu", "ran cpu"), ("cuda,cpu", "ran cuda,cpu"),
+                             ("auto", "refused auto" if gpus_here else "ran auto")):
         env = {k: v for k, v in os.environ.items() if k != "ACLNN_DEVICE"}
         if preset is not None:
             env["ACLNN_DEVICE"] = preset
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-        assert result.returncode == 0 and result.stdout.split()[-1] == expected, (preset, result.stdout,
-                                                                                   result.stderr)
+        assert result.returncode == 0 and " ".join(result.stdout.split()[-2:]) == expected, (
+            preset, result.stdout, result.stderr)
 
 
 # --------------------------------------------------------------------------------------------------------------
