@@ -5,12 +5,14 @@
 // grid_sampler2d_taps_math.h, the very code the CPU runs, so the CPU tests check them. FLOAT, FLOAT16 and BFLOAT16
 // compute in fp32, DOUBLE in fp64; outputs are rounded once. An invalid tap is never read or written.
 //
-// Forward: one thread per output pixel (n, h, w) (grid-stride loop over N * Hout * Wout, w fastest, so a warp
-// reads adjacent grid entries and writes adjacent outputs of each channel plane): the K x K taps once, then per
-// channel out = sum over the taps, y-major, of (wy * wx) * input. Every operand through its own strides.
+// Forward: one thread per output pixel (n, h, w), a thread block per tile of 32 x 8 output pixels (PixelTiles
+// below; a warp takes 32 adjacent pixels of a row, so it reads adjacent grid entries and writes adjacent outputs of
+// each channel plane): the K x K taps once, then per channel out = sum over the taps, y-major, of (wy * wx) *
+// input. Every operand through its own strides.
 //
-// Backward, gridGrad: one thread per output pixel sums over the channels, in order, gradOutput * (sum over taps of
-// the weight derivatives * input): a per-thread loop, deterministic. Nearest (or C == 0) writes 0.
+// Backward, gridGrad: one thread per output pixel (tiled as the forward) sums over the channels, in order,
+// gradOutput * (sum over taps of the weight derivatives * input): a per-thread loop, deterministic. Nearest (or
+// C == 0) writes 0.
 //
 // Backward, inputGrad: a scatter (each output pixel adds weight * gradOutput to up to K*K input elements), which
 // float atomics would make order-dependent (PyTorch's and mmcv's kernels: pytorch#68959). The deterministic
@@ -72,12 +74,46 @@ __device__ __forceinline__ Pixel PixelOf(const SamplerShape& s, int64_t p) {
   return pixel;
 }
 
+// The forward and gridGrad kernels take output pixels in tiles of kThreads: tile_width columns by kThreads /
+// tile_width rows of one image (tile_width: 32, or the power of two that covers a narrower output), a thread block
+// a tile. A sample reads its taps around where the grid points, which on a smooth but noisy grid wanders some
+// pixels from the output pixel: the warps of a compact tile then read overlapping neighbourhoods of each channel
+// plane, which the L1 cache serves, where a tile one row high (row-major order) spread them along a whole row.
+struct PixelTiles {
+  int64_t tile_width;    // columns of a tile (a power of two <= 32)
+  int64_t tile_height;   // rows of a tile: kThreads / tile_width
+  int64_t across, down;  // tiles along a row and down an image
+  int64_t count;         // batch * down * across * kThreads: the loop's range
+};
+
+PixelTiles TilesOf(const SamplerShape& s) {
+  PixelTiles t;
+  t.tile_width = 32;
+  while (t.tile_width > 1 && t.tile_width / 2 >= s.out_width) t.tile_width /= 2;
+  t.tile_height = kThreads / t.tile_width;
+  t.across = (s.out_width + t.tile_width - 1) / t.tile_width;
+  t.down = (s.out_height + t.tile_height - 1) / t.tile_height;
+  t.count = s.batch * t.down * t.across * kThreads;
+  return t;
+}
+
+// The pixel of loop index `index` (blocks of kThreads threads, so a block holds whole tiles); false past the edges.
+__device__ __forceinline__ bool TiledPixel(const SamplerShape& s, const PixelTiles& t, int64_t index, Pixel* px) {
+  const int64_t tile = index / kThreads;
+  const int64_t within = index % kThreads;
+  px->w = (tile % t.across) * t.tile_width + within % t.tile_width;
+  px->h = ((tile / t.across) % t.down) * t.tile_height + within / t.tile_width;
+  px->n = tile / (t.across * t.down);
+  return px->w < s.out_width && px->h < s.out_height;
+}
+
 template <class Storage, int K>
-__global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p, int64_t pixels) {
+__global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p, const PixelTiles tiles) {
   using T = cuda::ComputeType<Storage>;
   const SamplerShape& s = p.shape;
-  for (int64_t index = cuda::GridStart(); index < pixels; index += cuda::GridStride()) {
-    const Pixel px = PixelOf(s, index);
+  for (int64_t index = cuda::GridStart(); index < tiles.count; index += cuda::GridStride()) {
+    Pixel px;
+    if (!TiledPixel(s, tiles, index, &px)) continue;
     AxisTaps<T, K> x, y;
     PixelTaps<Storage, K>(s, p.modes, p.grid, px.n, px.h, px.w, &x, &y);
     for (int64_t c = 0; c < s.channels; ++c) {
@@ -98,11 +134,13 @@ __global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p,
 }
 
 template <class Storage, int K>
-__global__ void __launch_bounds__(kThreads) GridGradKernel(const BackwardParams p, int64_t pixels, bool nearest) {
+__global__ void __launch_bounds__(kThreads)
+    GridGradKernel(const BackwardParams p, const PixelTiles tiles, bool nearest) {
   using T = cuda::ComputeType<Storage>;
   const SamplerShape& s = p.shape;
-  for (int64_t index = cuda::GridStart(); index < pixels; index += cuda::GridStride()) {
-    const Pixel px = PixelOf(s, index);
+  for (int64_t index = cuda::GridStart(); index < tiles.count; index += cuda::GridStride()) {
+    Pixel px;
+    if (!TiledPixel(s, tiles, index, &px)) continue;
     T grad_x = 0;
     T grad_y = 0;
     if (!nearest) {
@@ -329,8 +367,9 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
     return DispatchTaps(p.modes.interpolation, [&](auto taps_per_axis) -> aclnnStatus {
       constexpr int K = decltype(taps_per_axis)::value;
       if (p.want_grid_grad && pixels > 0) {
-        GridGradKernel<Storage, K><<<cuda::GridBlocks(pixels, kThreads), kThreads, 0, stream>>>(
-            p, pixels, p.modes.interpolation == Interpolation::kNearest);
+        const PixelTiles tiles = TilesOf(s);
+        GridGradKernel<Storage, K><<<cuda::GridBlocks(tiles.count, kThreads), kThreads, 0, stream>>>(
+            p, tiles, p.modes.interpolation == Interpolation::kNearest);
         if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "gridGrad")) return status;
       }
       if (!p.want_input_grad || input_elements == 0) return ACLNN_SUCCESS;
@@ -358,7 +397,8 @@ aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context)
     using Storage = decltype(storage);
     return DispatchTaps(p.modes.interpolation, [&](auto taps_per_axis) {
       constexpr int K = decltype(taps_per_axis)::value;
-      ForwardKernel<Storage, K><<<cuda::GridBlocks(pixels, kThreads), kThreads, 0, stream>>>(p, pixels);
+      const PixelTiles tiles = TilesOf(p.shape);
+      ForwardKernel<Storage, K><<<cuda::GridBlocks(tiles.count, kThreads), kThreads, 0, stream>>>(p, tiles);
       return cuda::LaunchStatus(kForwardName, "kernel launch");
     });
   });
