@@ -6,9 +6,10 @@
 Calls the libraries of <build-dir> through ctypes (the public C API, ACLNN_DEVICE=cuda) on tensors that PyTorch
 allocates on the GPU (their data pointers, shapes and strides go to aclCreateTensor: no copies), and times
   - each operator and direction at the shapes of issue 14 (softmax (4, 16, 2048, 2048) fp16/bf16; grid sampler
-    (8, 64, 256, 256) bilinear zeros; MSDA Deformable DETR encoder and decoder; NsaCompress 8 x 4096 tokens, 4 heads
-    of 128), with a repeatable executor and a reused workspace: the calls are queued back to back and the stream is
-    synchronised once, best of several rounds;
+    (8, 64, 256, 256) bilinear zeros; MSDA Deformable DETR encoder and decoder, with locations uniform over the
+    maps, and the encoder again with locations near each query's own pixel as Deformable DETR makes them;
+    NsaCompress 8 x 4096 tokens, 4 heads of 128), with a repeatable executor and a reused workspace: the calls
+    are queued back to back and the stream is synchronised once, best of several rounds;
   - the peer in PyTorch (torch.softmax without mask or scale; F.grid_sample and its autograd backward; the MSDA
     composite of F.grid_sample per level), timed the same way with torch_sync;
   - the device-to-device copy bandwidth (a 1 GiB tensor copied, bytes read + written);
@@ -243,7 +244,22 @@ def msda_composite(value, shapes, locations, weights):
     return out.transpose(1, 2).contiguous()
 
 
-def bench_msda(acl, dtype, queries, quick):
+def local_encoder_locations(shapes, bs, nh, np_, dtype):
+    """Sampling locations as Deformable DETR's encoder makes them: query q is pixel q of the flattened levels, its
+    reference point that pixel's centre (normalised, used on every level), each point offset by up to 2 pixels of
+    the level it samples."""
+    refs = []
+    for h, w in shapes:
+        y, x = torch.meshgrid(torch.arange(h, device=DEVICE), torch.arange(w, device=DEVICE), indexing="ij")
+        refs.append(torch.stack(((x.flatten() + 0.5) / w, (y.flatten() + 0.5) / h), -1))
+    ref = torch.cat(refs).to(dtype)  # (nq, 2) as (x, y)
+    level_size = torch.tensor([[w, h] for h, w in shapes], dtype=dtype, device=DEVICE)  # (nl, 2)
+    nq, nl = ref.shape[0], len(shapes)
+    offsets = (torch.rand(bs, nq, nh, nl, np_, 2, dtype=dtype, device=DEVICE) * 4 - 2) / level_size[:, None, :]
+    return (ref[None, :, None, None, None, :] + offsets).contiguous()
+
+
+def bench_msda(acl, dtype, queries, quick, local=False):
     shapes = [(50, 75), (25, 38)] if quick else [(100, 150), (50, 75), (25, 38), (13, 19)]
     bs, nh, c, np_ = (2, 8, 32, 4) if quick else (4, 8, 32, 4)
     nk = sum(h * w for h, w in shapes)
@@ -252,7 +268,10 @@ def bench_msda(acl, dtype, queries, quick):
     value = torch.randn(bs, nk, nh, c, dtype=dtype, device=DEVICE)
     spatial = torch.tensor(shapes, dtype=torch.int64, device=DEVICE)
     starts = torch.tensor([0] + [h * w for h, w in shapes][:-1], dtype=torch.int64, device=DEVICE).cumsum(0)
-    loc = torch.rand(bs, nq, nh, nl, np_, 2, dtype=dtype, device=DEVICE)
+    if local:
+        loc = local_encoder_locations(shapes, bs, nh, np_, dtype)
+    else:
+        loc = torch.rand(bs, nq, nh, nl, np_, 2, dtype=dtype, device=DEVICE)
     attn = torch.rand(bs, nq, nh, nl, np_, dtype=dtype, device=DEVICE)
     attn = (attn / attn.sum((-1, -2), keepdim=True)).contiguous()
     out = torch.empty(bs, nq, nh * c, dtype=dtype, device=DEVICE)
@@ -330,6 +349,10 @@ def main():
     suites.append(("GridSampler2D float32", lambda: bench_grid(acl, torch.float32, args.quick)))
     for label, queries in (("encoder", None), ("decoder", 300)):
         suites.append((f"MSDA {label} float32", lambda q=queries: bench_msda(acl, torch.float32, q, args.quick)))
+    # Issue 14's encoder case draws every location uniformly over the maps; Deformable DETR's own sample near their
+    # query's pixel, which is what its kernels see in training.
+    suites.append(("MSDA encoder, DETR-like locations, float32",
+                   lambda: bench_msda(acl, torch.float32, None, args.quick, local=True)))
     for dtype in (torch.float16, torch.bfloat16):
         suites.append((f"NsaCompress {str(dtype)[6:]}", lambda d=dtype: bench_nsa(acl, d, args.quick)))
     results = []

@@ -453,6 +453,12 @@ def test_errors_name_the_rule():
     assert error.value.status == 161002 and "mask" in error.value.message
     with pytest.raises(TypeError, match="expected a torch.Tensor or numpy.ndarray"):
         pa.scaled_masked_softmax([[1.0]], None, fixed_triu_mask=True)
+    with pytest.raises(ValueError, match="tensors on meta are not supported"):
+        pa.grid_sample(torch.zeros(1, 1, 2, 2, device="meta"), torch.zeros(1, 1, 1, 2, device="meta"))
+    # A NumPy index array beside torch tensors becomes a tensor on their device (here the CPU): no mixed kinds.
+    value, shapes, starts, locations, weights = msda_problem(torch.float32, 12)
+    assert torch.equal(pa.multi_scale_deformable_attn(value, shapes.numpy(), starts.tolist(), locations, weights),
+                       pa.multi_scale_deformable_attn(value, shapes, starts, locations, weights))
 
 
 def test_numpy_works_without_torch():
