@@ -195,6 +195,18 @@ class _Api:
             if workspace.value:
                 self.aclrtFree(workspace)
 
+    def host_malloc(self, nbytes):
+        """A block of host memory from the CPU device's aclrtMalloc (its freed blocks are kept for reuse)."""
+        if self.cpu is None:
+            raise ValueError("host memory needs the CPU device, and this process's devices have none")
+        block = ctypes.c_void_p()
+        self.check("aclrtSetCurrentContext", self.aclrtSetCurrentContext(self.cpu.context))
+        self.check("aclrtMalloc", self.aclrtMalloc(ctypes.byref(block), nbytes, ACL_MEM_MALLOC_HUGE_FIRST))
+        return block.value
+
+    def host_free(self, block):
+        self.aclrtFree(block)
+
     def _gpu(self, index):
         device = self.gpus.get(index)
         if device is not None:

@@ -5,6 +5,7 @@ just covers the view; so transposed, sliced and broadcast (zero-stride) inputs a
 """
 
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -185,8 +186,35 @@ def int_array(values):
     return _HostArray(values, ctypes.c_int64, api().aclCreateIntArray, api().aclDestroyIntArray)
 
 
+# Outputs in host memory of at least this many bytes come from the CPU device's aclrtMalloc (see _pooled_host_tensor).
+POOLED_OUTPUT_BYTES = 1 << 20
+
+
+def _pooled_host_tensor(shape, dtype):
+    """An uninitialised CPU tensor over memory from the CPU device's aclrtMalloc, given back with aclrtFree when the
+    tensor's storage dies. aclrtMalloc keeps freed blocks (docs/runtime.md, "Memory"), so a training loop's outputs
+    and gradients of the same sizes reuse pages already mapped: PyTorch's CPU allocator returns blocks of 32 MiB and
+    more to the system on free (glibc), and each step would map them afresh, a page fault per 4 KiB."""
+    count = _count(shape)
+    nbytes = count * torch.empty((), dtype=dtype).element_size()
+    block = api().host_malloc(nbytes)
+    buffer = (ctypes.c_uint8 * nbytes).from_address(block)
+    # torch.frombuffer keeps `buffer` alive as long as the tensor's storage; when both are gone, the block goes back.
+    weakref.finalize(buffer, api().host_free, block).atexit = False
+    return torch.frombuffer(buffer, dtype=dtype, count=count).view(shape)
+
+
 def empty_like_kind(reference, shape):
     """A new uninitialised array of shape, of reference's kind (torch or NumPy), dtype and device."""
     if is_torch(reference):
+        if reference.is_cpu and reference.element_size() * _count(shape) >= POOLED_OUTPUT_BYTES:
+            return _pooled_host_tensor(shape, reference.dtype)
         return torch.empty(shape, dtype=reference.dtype, device=reference.device)
     return np.empty(shape, dtype=reference.dtype)
+
+
+def _count(shape):
+    count = 1
+    for size in shape:
+        count *= size
+    return count

@@ -439,6 +439,29 @@ def test_torch_compile_on_cuda_tensors():
             assert torch.equal(a.grad, b.grad), name
 
 
+def test_large_host_outputs_come_from_the_pool_and_are_reused():
+    # Outputs of 1 MiB and more live in the CPU device's aclrtMalloc blocks (kept when freed): a training loop's
+    # outputs and gradients map no fresh pages each step. They are ordinary tensors otherwise.
+    import gc
+
+    g = torch.Generator().manual_seed(41)
+    x = (torch.rand(2, 4, 128, 512, generator=g) * 8 - 4).requires_grad_()  # 2 MiB of FLOAT
+    mask = torch.rand(2, 1, 128, 512, generator=g) < 0.3
+    y = pa.scaled_masked_softmax(x, mask, 0.5)
+    close(y, softmax_reference(x.detach().numpy(), mask.numpy(), 0.5), torch.float32, scale=0.0)
+    dy = torch.rand(y.shape, generator=g)
+    y.backward(dy)
+    close(x.grad, softmax_grad_reference(dy.numpy(), y.detach().numpy(), mask.numpy(), 0.5), torch.float32,
+          scale=1e-2)
+    first = y.data_ptr()
+    del y
+    gc.collect()
+    again = pa.scaled_masked_softmax(x.detach(), mask, 0.5)
+    assert again.data_ptr() == first  # the freed block, reused
+    again.add_(1.0)  # an ordinary tensor: writable, with views
+    assert again[:, :, :4].contiguous().shape == (2, 4, 4, 512)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Errors
 
