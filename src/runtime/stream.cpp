@@ -304,10 +304,7 @@ void Stream::WorkerLoop() {
     } else {
       // Every task fails with the reason rather than running on the wrong device.
       std::lock_guard<std::mutex> failure_lock(mutex_);
-      if (failure_.code == ACL_SUCCESS) {
-        failure_.code = activation;
-        failure_.message = StrFormat("stream %p cannot use its device: %s", handle(), activation_error.c_str());
-      }
+      RecordFailureLocked(activation, DeviceUnusable(activation_error));
     }
     // Release the task's captures before reporting it complete (a launched task's device work needs none of them:
     // its kernels' arguments were copied at launch).
@@ -347,10 +344,7 @@ bool Stream::RunInline(Task& task, bool device_ordered) {
     RunOne(task, /*wait_for_device=*/!device_ordered);
   } else {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_.code == ACL_SUCCESS) {
-      failure_.code = activation;
-      failure_.message = StrFormat("stream %p cannot use its device: %s", handle(), activation_error.c_str());
-    }
+    RecordFailureLocked(activation, DeviceUnusable(activation_error));
   }
   task = nullptr;
   inline_thread_.store(std::thread::id(), std::memory_order_relaxed);
@@ -375,10 +369,7 @@ void Stream::FinishAdoptedHoldingInlineMutex() {
   std::string message;
   const aclError code = WaitForDeviceWork(&message);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (code != ACL_SUCCESS && failure_.code == ACL_SUCCESS) {
-    failure_.code = code;
-    failure_.message = std::move(message);
-  }
+  RecordFailureLocked(code, std::move(message));
   completed_.store(run);
   work_completed_.notify_all();
 }
@@ -404,10 +395,7 @@ void Stream::FinishLaunched(std::unique_lock<std::mutex>& lock, uint64_t launche
   std::string message;
   const aclError code = WaitForDeviceWork(&message);
   lock.lock();
-  if (code != ACL_SUCCESS && failure_.code == ACL_SUCCESS) {
-    failure_.code = code;
-    failure_.message = std::move(message);
-  }
+  RecordFailureLocked(code, std::move(message));
   completed_ += launched;
   work_completed_.notify_all();
 }
@@ -444,10 +432,17 @@ void Stream::RunOne(Task& task, bool wait_for_device) {
   ClearRecentErrorMessages();
   if (code == ACL_SUCCESS) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (failure_.code == ACL_SUCCESS) {
-    failure_.code = code;
-    failure_.message = std::move(message);
-  }
+  RecordFailureLocked(code, std::move(message));
+}
+
+void Stream::RecordFailureLocked(aclError code, std::string message) {
+  if (code == ACL_SUCCESS || failure_.code != ACL_SUCCESS) return;
+  failure_.code = code;
+  failure_.message = std::move(message);
+}
+
+std::string Stream::DeviceUnusable(const std::string& why) const {
+  return StrFormat("stream %p cannot use its device: %s", handle(), why.c_str());
 }
 
 SynchronisingScope::SynchronisingScope() {

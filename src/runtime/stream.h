@@ -93,6 +93,11 @@ class Stream {
   // An adopted stream: waits for the device work of every task run so far and counts them complete.
   void FinishAdopted();
   void FinishAdoptedHoldingInlineMutex();
+  // Keeps code and message as the stream's failure unless an earlier one is still to be reported (mutex_ held);
+  // ACL_SUCCESS records nothing.
+  void RecordFailureLocked(aclError code, std::string message);
+  // The failure of a task run where the stream's device cannot be made current (why: the backend's reason).
+  std::string DeviceUnusable(const std::string& why) const;
   // Runs task; wait_for_device: then waits for its device work too (otherwise FinishLaunched does, later).
   void RunOne(Task& task, bool wait_for_device);
   // Waits for the device work enqueued on the native stream so far; on failure *message says so.
