@@ -5,6 +5,7 @@ just covers the view; so transposed, sliced and broadcast (zero-stride) inputs a
 """
 
 import ctypes
+import math
 import weakref
 
 import numpy as np
@@ -115,23 +116,23 @@ class Operands:
     arrays alive for the block (they are its arguments and results). All of a call's arrays are host memory (run on
     the CPU device) or on one CUDA device (`cuda_index`, run there): checked as they are added."""
 
-    __slots__ = ("_handles", "cuda_index", "_first")
+    __slots__ = ("_handles", "cuda_index", "_first_name")
 
     def __init__(self):
         self._handles = []
         self.cuda_index = None
-        self._first = None  # (name, device) of the first operand
+        self._first_name = None  # the operand whose device the call's is
 
     def tensor(self, array, name):
         index = cuda_index(array, name)
-        if self._first is None:
-            self._first = (name, index)
+        if self._first_name is None:
+            self._first_name = name
             self.cuda_index = index
         elif index != self.cuda_index:
             def where(i):
                 return "host memory" if i is None else f"cuda:{i}"
 
-            raise ValueError(f"{name} is in {where(index)}, but {self._first[0]} is in {where(self.cuda_index)}: "
+            raise ValueError(f"{name} is in {where(index)}, but {self._first_name} is in {where(self.cuda_index)}: "
                              "a call's tensors must all be on one device")
         handle = create_tensor(array, name)
         self._handles.append(handle)
@@ -190,13 +191,11 @@ def int_array(values):
 POOLED_OUTPUT_BYTES = 1 << 20
 
 
-def _pooled_host_tensor(shape, dtype):
+def _pooled_host_tensor(shape, dtype, count, nbytes):
     """An uninitialised CPU tensor over memory from the CPU device's aclrtMalloc, given back with aclrtFree when the
     tensor's storage dies. aclrtMalloc keeps freed blocks (docs/runtime.md, "Memory"), so a training loop's outputs
     and gradients of the same sizes reuse pages already mapped: PyTorch's CPU allocator returns blocks of 32 MiB and
     more to the system on free (glibc), and each step would map them afresh, a page fault per 4 KiB."""
-    count = _count(shape)
-    nbytes = count * torch.empty((), dtype=dtype).element_size()
     block = api().host_malloc(nbytes)
     buffer = (ctypes.c_uint8 * nbytes).from_address(block)
     # torch.frombuffer keeps `buffer` alive as long as the tensor's storage; when both are gone, the block goes back.
@@ -207,14 +206,10 @@ def _pooled_host_tensor(shape, dtype):
 def empty_like_kind(reference, shape):
     """A new uninitialised array of shape, of reference's kind (torch or NumPy), dtype and device."""
     if is_torch(reference):
-        if reference.is_cpu and reference.element_size() * _count(shape) >= POOLED_OUTPUT_BYTES:
-            return _pooled_host_tensor(shape, reference.dtype)
+        if reference.is_cpu:
+            count = math.prod(shape)
+            nbytes = count * reference.element_size()
+            if nbytes >= POOLED_OUTPUT_BYTES:
+                return _pooled_host_tensor(shape, reference.dtype, count, nbytes)
         return torch.empty(shape, dtype=reference.dtype, device=reference.device)
     return np.empty(shape, dtype=reference.dtype)
-
-
-def _count(shape):
-    count = 1
-    for size in shape:
-        count *= size
-    return count
