@@ -408,6 +408,16 @@ struct DeviceGradients {
         attn(DeviceTensor::Output(p.AttnShape(), dtype, layouts[kGradAttn])) {}
 };
 
+// Phase 1 of the backward on d into grads: the executor (null, with a test failure, when it fails), and its
+// workspace size.
+aclOpExecutor* BackwardExecutor(const DeviceProblem& d, const DeviceGradients& grads, uint64_t* workspace_size) {
+  aclOpExecutor* executor = nullptr;
+  const aclnnStatus status = opcall::GetWorkspaceSize(
+      BackwardCall(d, grads.value.get(), grads.location.get(), grads.attn.get()), workspace_size, &executor);
+  EXPECT_EQ(status, ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  return status == ACLNN_SUCCESS ? executor : nullptr;
+}
+
 // The forward on p against the reference, guards of every tensor checked; the inputs must stay as they were.
 void CheckForward(const Problem& p, const CallConfig& setup, const Layouts& layouts = AllLayouts(Layout::kContiguous),
                   aclrtStream stream = nullptr) {
@@ -1037,6 +1047,28 @@ TEST(MsdaTaskSplit, MoreQueriesThanOneTask) {
   }
 }
 
+// The backward's two fp32 planes (value copy, gradValue sums) start half a 4 KiB page apart: here each is
+// bs x nh x nk x c x 4 = 4096 bytes, so 2048 bytes of padding lie between them (the sums start at 6144, plus the 64
+// bytes of alignment slack), in FLOAT16 (planes because of the dtype) and FLOAT (planes because every value row is
+// read 8 times or more). The results are those of the reference.
+TEST(MsdaWorkspace, BackwardPlanesStartHalfAPageApart) {
+  const Sizes z = {2, 2, 8, 64, 4, {{4, 8}}};  // nk = 32
+  for (aclDataType dtype : {ACL_FLOAT16, ACL_FLOAT}) {
+    SCOPED_TRACE(optest::DTypeName(dtype));
+    const Problem p = MakeProblem(z, dtype, 8650);
+    CallConfig setup;
+    setup.dtype = dtype;
+    DeviceProblem d(p, setup);
+    DeviceGradients grads(p, dtype);
+    uint64_t workspace_size = 0;
+    aclOpExecutor* executor = BackwardExecutor(d, grads, &workspace_size);
+    ASSERT_NE(executor, nullptr);
+    EXPECT_EQ(workspace_size, 4096u + 2048u + 4096u + 64u);
+    EXPECT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_SUCCESS);
+    CheckBackward(p, setup);
+  }
+}
+
 // Outputs of 8 MiB and more are written with non-temporal stores: the forward's FLOAT16/BFLOAT16 output, the
 // backward's gradValue from its fp32 sums, gradLocation and gradAttnWeight. Each problem is the smallest that streams
 // what it tests.
@@ -1150,12 +1182,8 @@ TEST(MsdaExecutor, RepeatableBackwardRunsAgainOnNewData) {
   DeviceProblem d(first, setup);
   DeviceGradients grads(first, ACL_FLOAT);
   uint64_t workspace_size = 0;
-  aclOpExecutor* executor = nullptr;
-  ASSERT_EQ(
-      opcall::GetWorkspaceSize(BackwardCall(d, grads.value.get(), grads.location.get(), grads.attn.get()),
-                               &workspace_size, &executor),
-      ACLNN_SUCCESS)
-      << optest::RecentErrorMessage();
+  aclOpExecutor* executor = BackwardExecutor(d, grads, &workspace_size);
+  ASSERT_NE(executor, nullptr);
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(executor), ACLNN_SUCCESS) << optest::RecentErrorMessage();
   const optest::DeviceWorkspace workspace(workspace_size);
   ASSERT_TRUE(workspace.ok());

@@ -18,10 +18,12 @@ class WorkspaceLayout {
  public:
   // Byte offset of a new array of `bytes` bytes.
   int64_t Reserve(uint64_t bytes) {
-    const uint64_t start = SaturatingAdd(used_, 63) / 64 * 64;
+    const uint64_t start = NextOffset();
     used_ = SaturatingAdd(start, bytes);
     return static_cast<int64_t>(start);
   }
+  // Byte offset the next Reserve would return.
+  uint64_t NextOffset() const { return SaturatingAdd(used_, 63) / 64 * 64; }
   // Bytes the caller must provide: what was reserved plus 64 bytes of slack, so that the kernels can align a
   // caller's pointer that is not 64-byte aligned (0 when nothing was reserved).
   uint64_t TotalBytes() const { return used_ == 0 ? 0 : SaturatingAdd(used_, 64); }

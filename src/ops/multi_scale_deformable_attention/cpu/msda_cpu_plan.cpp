@@ -37,6 +37,18 @@ bool ManyCornerReads(const MsdaShape& s) {
   return CornerReads(s) >= SaturatingMul(value_rows, kCopyWhenReadsPerRow);
 }
 
+// Bytes to reserve so that the next array starts half a 4 KiB page away from `other` (modulo 4096). The backward
+// loads a corner's value row right after storing to its gradValue sums row: where the two arrays start a multiple
+// of 4 KiB apart (the copy's size, bs x nh x nk x c x 4 bytes, is one whenever bs x nh x nk is a multiple of 32,
+// e.g. bs 4 and nh 8 with an even nk), every such load matches the pending store's page offset and waits for it
+// (4K aliasing: the Deformable-DETR encoder's backward 7-15% slower on AMD Zen 4).
+uint64_t PaddingToHalfPageApart(const WorkspaceLayout& layout, int64_t other) {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t next = layout.NextOffset();
+  const uint64_t wanted = (static_cast<uint64_t>(other) + kPage / 2) % kPage;
+  return (wanted + kPage - next % kPage) % kPage;
+}
+
 }  // namespace
 
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
@@ -87,6 +99,7 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   if (elements > 0 && (NeedsFloatCopy(params.grad_value) || many_reads || !grad_value_apart)) {
+    if (plan.value_copy >= 0) layout.Reserve(PaddingToHalfPageApart(layout, plan.value_copy));
     plan.grad_value_sums = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   } else if (elements > 0) {
     plan.grad_value_in_place = true;
