@@ -9,7 +9,7 @@
 #   bench       the allocator benchmark on both devices; the operators against PyTorch CUDA (bench/cuda/gpu_bench.py)
 #   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it;
 #               memcheck and racecheck of the softmax and NsaCompress operator tests whose kernels use shared-memory
-#               stages or warp shuffles
+#               stages or warp shuffles; memcheck of the grid sampler tests of its tiled and inputGrad kernels
 #   python      the Python package's tests (tests/python) on that machine's PyTorch, CUDA tensors included
 #   cputests    the runtime, base, conformance and operator tests on the CPU of that machine
 # Every call then writes docs/cuda.md (and docs/cuda_bench.json) from all results so far, and copies them and the log
@@ -246,6 +246,11 @@ if wants sanitizers; then
       "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
     record "compute-sanitizer racecheck: softmax and NsaCompress operator tests" yes "${sanitize[@]}" racecheck \
       "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
+    # The grid sampler's tiled forward / gridGrad kernels and its deterministic inputGrad (sort and gather).
+    grid_filter='GridSampler2D/GridSamplerTiles.*:GridSampler2D/GridSamplerNonFinite.*:GridSampler2DFarGrids.*'
+    grid_filter+=':GridSampler2DEmpty.*'
+    record "compute-sanitizer memcheck: grid sampler operator tests" yes "${sanitize[@]}" memcheck \
+      "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${grid_filter}"
   else
     set_result "compute-sanitizer" "not installed"
   fi

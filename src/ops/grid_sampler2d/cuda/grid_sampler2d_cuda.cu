@@ -23,8 +23,9 @@
 //   2. the (key, tap id) pairs are sorted by key with CUB's radix sort, which is stable: within one key the tap
 //      ids stay ascending, so the order of each input element's terms is fixed by the problem alone;
 //   3. one thread per input element finds where its taps begin (a binary search of the sorted keys);
-//   4. one thread per (n, c, iy, ix) (ix fastest) sums weight * gradOutput(n, c, tap's pixel) over its taps in
-//      that order and writes inputGrad once (0 where no tap lands).
+//   4. one thread per input element and group of 16 channels (ix fastest) works out its taps' gradOutput offsets
+//      and weights once, then for each channel sums weight * gradOutput(n, c, tap's pixel) over its taps in that
+//      order and writes inputGrad once (0 where no tap lands).
 // Bit-identical on every run. Workspace: 2 * E keys and 2 * E tap ids (8 bytes each, the sort's double buffers),
 // E weights, N*Hin*Win + 1 segment starts (E = N * Hout * Wout * K*K), plus CUB's own scratch, which the kernel
 // allocates from the device's stream-ordered pool on the call's stream (its size is CUB's to say).
@@ -200,30 +201,76 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Step 4: inputGrad(n, c, iy, ix) = the sum of its taps' weight * gradOutput, in sorted (ascending tap id) order.
+// A thread takes one input element (n, iy, ix) and a group of kGatherChannels channels: its taps' gradOutput
+// offsets and weights are worked out once for the group (kGatherTapChunk at a time, in registers) instead of once
+// per channel, which had each thread re-read its tap ids and weights and divide 64-bit indices for every channel.
+// Each channel's sum still takes its taps in ascending order, so the bits are those of a thread per channel.
+constexpr int kGatherChannels = 16;
+constexpr int kGatherTapChunk = 4;
+
+__host__ __device__ inline int64_t GatherChannelGroups(int64_t channels) {
+  return (channels + kGatherChannels - 1) / kGatherChannels;
+}
+
 template <class Storage, int K>
 __global__ void __launch_bounds__(kThreads)
     GatherInputGradKernel(const BackwardParams p, int64_t count, const int64_t* sorted_tap_ids,
                           const cuda::ComputeType<Storage>* weights, const int64_t* segment_starts) {
   using T = cuda::ComputeType<Storage>;
   const SamplerShape& s = p.shape;
+  const SamplerOperand& dy = p.grad_output;
   const int64_t out_pixels = s.out_height * s.out_width;
+  const int64_t groups = GatherChannelGroups(s.channels);
   for (int64_t index = cuda::GridStart(); index < count; index += cuda::GridStride()) {
     const int64_t ix = index % s.in_width;
     int64_t rest = index / s.in_width;
     const int64_t iy = rest % s.in_height;
     rest /= s.in_height;
-    const int64_t c = rest % s.channels;
-    const int64_t n = rest / s.channels;
+    const int64_t first_channel = rest % groups * kGatherChannels;
+    const int64_t n = rest / groups;
+    const int64_t channels_here =
+        s.channels - first_channel < kGatherChannels ? s.channels - first_channel : kGatherChannels;
     const int64_t key = (n * s.in_height + iy) * s.in_width + ix;
-    T sum = 0;
-    for (int64_t at = segment_starts[key]; at < segment_starts[key + 1]; ++at) {
-      const int64_t e = sorted_tap_ids[at];
-      const int64_t pixel = e / (K * K) - n * out_pixels;  // the tap's output pixel within image n
-      const int64_t h = pixel / s.out_width;
-      const int64_t w = pixel - h * s.out_width;
-      sum += weights[e] * cuda::Load<Storage>(p.grad_output.desc, ElementIndex(p.grad_output, n, c, h, w));
+    // Element index of gradOutput(n, first_channel, 0, 0).
+    const int64_t group_base = ElementIndex(dy, n, first_channel, 0, 0);
+    T sums[kGatherChannels];
+#pragma unroll
+    for (int j = 0; j < kGatherChannels; ++j) sums[j] = 0;
+    const int64_t end = segment_starts[key + 1];
+    for (int64_t chunk = segment_starts[key]; chunk < end; chunk += kGatherTapChunk) {
+      const int64_t taps = end - chunk < kGatherTapChunk ? end - chunk : kGatherTapChunk;
+      int64_t offsets[kGatherTapChunk];  // of the tap's pixel from gradOutput(n, c, 0, 0)
+      T tap_weights[kGatherTapChunk];
+#pragma unroll
+      for (int t = 0; t < kGatherTapChunk; ++t) {
+        offsets[t] = 0;
+        tap_weights[t] = 0;
+        if (t < taps) {
+          const int64_t e = sorted_tap_ids[chunk + t];
+          const int64_t pixel = e / (K * K) - n * out_pixels;  // the tap's output pixel within image n
+          const int64_t h = pixel / s.out_width;
+          const int64_t w = pixel - h * s.out_width;
+          offsets[t] = h * dy.strides[2] + w * dy.strides[3];
+          tap_weights[t] = weights[e];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kGatherChannels; ++j) {
+        if (j < channels_here) {
+          const int64_t plane = group_base + j * dy.strides[1];
+#pragma unroll
+          for (int t = 0; t < kGatherTapChunk; ++t) {
+            if (t < taps) sums[j] += tap_weights[t] * cuda::Load<Storage>(dy.desc, plane + offsets[t]);
+          }
+        }
+      }
     }
-    cuda::Store<Storage>(p.input_grad.desc, ElementIndex(p.input_grad, n, c, iy, ix), sum);
+#pragma unroll
+    for (int j = 0; j < kGatherChannels; ++j) {
+      if (j < channels_here) {
+        cuda::Store<Storage>(p.input_grad.desc, ElementIndex(p.input_grad, n, first_channel + j, iy, ix), sums[j]);
+      }
+    }
   }
 }
 
@@ -335,7 +382,7 @@ aclnnStatus DeterministicInputGrad(const BackwardParams& p, void* workspace, cud
   }
   cuda::SegmentStartsKernel<<<cuda::GridBlocks(elements + 1, kThreads), kThreads, 0, stream>>>(
       sort_keys.Current(), taps, elements, segment_starts);
-  const int64_t count = elements * s.channels;
+  const int64_t count = elements * GatherChannelGroups(s.channels);
   GatherInputGradKernel<Storage, K><<<cuda::GridBlocks(count, kThreads), kThreads, 0, stream>>>(
       p, count, sort_ids.Current(), weights, segment_starts);
   return cuda::LaunchStatus(kBackwardName, "gathering inputGrad");
