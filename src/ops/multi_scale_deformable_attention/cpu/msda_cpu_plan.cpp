@@ -39,9 +39,9 @@ bool ManyCornerReads(const MsdaShape& s) {
 
 // Bytes to reserve so that the next array starts half a 4 KiB page away from `other` (modulo 4096). The backward
 // loads a corner's value row right after storing to its gradValue sums row: where the two arrays start a multiple
-// of 4 KiB apart (the copy's size, bs x nh x nk x c x 4 bytes, is one whenever bs x nh x nk is a multiple of 32,
-// e.g. bs 4 and nh 8 with an even nk), every such load matches the pending store's page offset and waits for it
-// (4K aliasing: the Deformable-DETR encoder's backward 7-15% slower on AMD Zen 4).
+// of 4 KiB apart (the copy's size, bs x nh x nk x c x 4 bytes, is one whenever bs x nh x nk x c is a multiple of
+// 1024, e.g. c 32, nh 8, bs 4 and an even nk), every such load matches the pending store's page offset and waits
+// for it (4K aliasing: the Deformable-DETR encoder's backward 7-15% slower on AMD Zen 4).
 uint64_t PaddingToHalfPageApart(const WorkspaceLayout& layout, int64_t other) {
   constexpr uint64_t kPage = 4096;
   const uint64_t next = layout.NextOffset();
