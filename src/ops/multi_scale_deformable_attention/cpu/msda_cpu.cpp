@@ -16,11 +16,11 @@
 //
 // Corners. A row is one (image, query, head) with its nl * np points. On the fast path (every map inside
 // [0, nk), nk < 2^31, H and W <= 2^24: then float(W) is exact and keys fit in int32) the corners of all the row's
-// points are computed in vectors (FastCorners): pixel position, inside test, floor, the 4 weights and their x/y
-// derivatives, and int32 keys, with -1 and zero weights for a corner outside the map. Otherwise (hostile sizes or
-// starts) GenericCorners does the same per point in scalar code with the exact key check, keys in int64. Corner k
-// of point i is stored at [k][i], so the later loops read them as arrays; they take the keys in the type their
-// path wrote (widening int32 keys in a separate pass cost 8% of the forward).
+// points are computed in vectors (FastCorners): pixel position, inside test, floor, the 4 weights (and, for the
+// backward, their x/y derivatives), and int32 keys, with -1 and zero weights for a corner outside the map.
+// Otherwise (hostile sizes or starts) GenericCorners does the same per point in scalar code with the exact key
+// check, keys in int64. Corner k of point i is stored at [k][i], so the later loops read them as arrays; they take
+// the keys in the type their path wrote (widening int32 keys in a separate pass cost 8% of the forward).
 //
 // Layout. Work is on fp32 rows of c channels, vectorised over channels (c is a multiple of 8: whole vectors of
 // the target, plus one 8-lane vector on 16-lane targets); a corner's weight is computed once and shared by all
@@ -127,7 +127,8 @@ using DF8 = hn::CappedTag<float, 8>;
 // vectors, keys in int32. loc holds the points' locations as (x, y) pairs, as the location tensor has them (NaN in
 // the padding): split here in registers, since splitting them with scalar stores that vector loads then read back
 // stalls the loads (a load cannot take its data from several smaller pending stores).
-// attn is zeroed for points outside their map.
+// attn is zeroed for points outside their map. d_dx and d_dy are null in the forward, which has no use for the
+// derivatives: storing them there cost 3-9% of its time (half of this function's stores).
 void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t stride, int32_t* keys,
                  float* weights, float* d_dx, float* d_dy) {
   const DF df;
@@ -138,6 +139,7 @@ void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t
   const auto minus_half = hn::Set(df, -0.5f);
   const auto one_i = hn::Set(di, 1);
   const auto minus_one_i = hn::Set(di, -1);
+  const bool with_derivatives = d_dx != nullptr;
   for (int64_t i = 0; i < stride; i += n) {
     const auto width = hn::Load(df, lanes.width_f + i);
     const auto height = hn::Load(df, lanes.height_f + i);
@@ -174,6 +176,7 @@ void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t
       const int64_t at = k * stride + i;
       hn::Store(hn::IfThenElse(ok_i, key, minus_one_i), di, keys + at);
       hn::Store(hn::IfThenElseZero(ok, weight), df, weights + at);
+      if (!with_derivatives) return;
       hn::Store(hn::IfThenElseZero(ok, grad_x), df, d_dx + at);
       hn::Store(hn::IfThenElseZero(ok, grad_y), df, d_dy + at);
     };
@@ -635,13 +638,16 @@ void WriteRowElements(const TensorDesc& t, const MsdaShape& s, int64_t b, int64_
   });
 }
 
-void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoints* row) {
+// The points and corners of row (b, q, h). derivatives: the backward's, which needs the corner weights' x/y
+// derivatives for gradLocation (the fast path leaves d_dx and d_dy unwritten otherwise).
+void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoints* row, bool derivatives) {
   const MsdaShape& s = sampler.shape;
   ReadRowElements(sampler.location, s, b, q, h, row->loc);
   ReadRowElements(sampler.attn_weight, s, b, q, h, row->attn);
   if (sampler.fast) {
     HWY_DYNAMIC_DISPATCH(FastCorners)
-    (row->loc, row->attn, sampler.lanes, row->stride, row->keys32, row->weights, row->d_dx, row->d_dy);
+    (row->loc, row->attn, sampler.lanes, row->stride, row->keys32, row->weights, derivatives ? row->d_dx : nullptr,
+     derivatives ? row->d_dy : nullptr);
     return;
   }
   for (int64_t i = 0; i < row->stride; ++i) {
@@ -805,7 +811,7 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
           PrefetchRowPoints(params.in.location, s, b, q + kPrefetchQueries, h);
           PrefetchRowPoints(params.in.attn_weight, s, b, q + kPrefetchQueries, h);
         }
-        SampleRow(sampler, b, q, h, row.get());
+        SampleRow(sampler, b, q, h, row.get(), false);
         if (touched.enabled()) touched.Touch(*row, sampler.fast, fill);
         char* dst = HeadRowAddress(out, b, q, h);
         float* sums = out_in_place ? reinterpret_cast<float*>(dst) : out_row;
@@ -895,7 +901,7 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
           LoadAsFloat(dy.desc.dtype, dy_row, dy.channel_stride, grad_row, s.channels);
           g = grad_row;
         }
-        SampleRow(sampler, b, q, h, row.get());
+        SampleRow(sampler, b, q, h, row.get(), true);
         if (sampler.fast) {
           HWY_DYNAMIC_DISPATCH(CornerBackward32)
           (value.Row(b, 0, h), value.key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys32, row->weights,
