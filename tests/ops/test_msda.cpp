@@ -1030,6 +1030,25 @@ TEST(MsdaAliasing, OutputsSharingValueMemoryUseTheOriginalValue) {
   }
 }
 
+// The same with many corner reads per value row, where the forward's tasks are whole (image, head) planes (bs x nh
+// >= 4 x threads: here up to 16 threads) that may each copy their own plane of value just before walking it: not
+// when the output lies over value, since earlier tasks' outputs would overwrite the value of later ones.
+TEST(MsdaAliasing, ForwardOutputOverValueWithManyCornerReads) {
+  const Sizes z = {4, 16, 8, 10, 4, {{4, 4}}};  // nk 16, nq 10: 10240 corner reads for 1024 value rows
+  const Problem p = MakeProblem(z, ACL_FLOAT, 8710);
+  CallConfig setup;
+  setup.dtype = ACL_FLOAT;
+  DeviceProblem d(p, setup);
+  // Shifted by one head row (c floats), so that the first task's output rows lie over the next head's value rows.
+  const int64_t shift = z.c;
+  const optest::RawTensor out(p.OutShape(), ACL_FLOAT, static_cast<float*>(d.value.data()) + shift);
+  ASSERT_EQ(RunForward(d, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+  const std::vector<double> memory = d.value.Read();
+  const std::vector<double> actual(memory.begin() + shift,
+                                   memory.begin() + shift + optest::NumElements(p.OutShape()));
+  ExpectForwardMatches(actual, p, ACL_FLOAT);
+}
+
 // More queries than one forward task takes (1024 per (image, head)): the query runs of a head split across tasks,
 // the last one partial. Once with value read through the fp32 copy (many corner reads per value row) and once in
 // place (FLOAT with few reads per row: a single 40 x 40 level, one point).
@@ -1069,9 +1088,9 @@ TEST(MsdaWorkspace, BackwardPlanesStartHalfAPageApart) {
   }
 }
 
-// Outputs of 8 MiB and more are written with non-temporal stores: the forward's FLOAT16/BFLOAT16 output, the
-// backward's gradValue from its fp32 sums, gradLocation and gradAttnWeight. Each problem is the smallest that streams
-// what it tests.
+// Outputs of 8 MiB and more are written with non-temporal stores: the forward's FLOAT16/BFLOAT16 output (and a FLOAT
+// one where its tasks are whole planes, bs x nh >= 4 x threads: here up to 16 threads), the backward's gradValue
+// from its fp32 sums, gradLocation and gradAttnWeight. Each problem is the smallest that streams what it tests.
 void CheckStreamed(const Sizes& z, std::initializer_list<aclDataType> dtypes, bool backward) {
   for (aclDataType dtype : dtypes) {
     SCOPED_TRACE(SizesName(z) + " " + optest::DTypeName(dtype));
@@ -1087,8 +1106,8 @@ void CheckStreamed(const Sizes& z, std::initializer_list<aclDataType> dtypes, bo
 }
 
 TEST(MsdaStreamedOutputs, ForwardOutput) {
-  // output (bs, nq, nh * c): 8 MiB in FLOAT16/BFLOAT16.
-  CheckStreamed({1, 8, 32, 16384, 1, {{4, 4}}}, {ACL_FLOAT16, ACL_BF16}, false);
+  // output (bs, nq, nh * c): 8 MiB in FLOAT16/BFLOAT16, 16 MiB in FLOAT.
+  CheckStreamed({8, 8, 32, 2048, 1, {{4, 4}}}, {ACL_FLOAT16, ACL_BF16, ACL_FLOAT}, false);
 }
 
 TEST(MsdaStreamedOutputs, BackwardGradValueFromSums) {

@@ -56,6 +56,9 @@ struct WorkspacePlan {
   bool grad_value_in_place = false;  // backward: gradValue (FLOAT, unit channel stride) is the accumulator itself
   // Forward with few corner reads per value row: value_copy is filled row by row, when a corner first touches it.
   bool rows_on_first_touch = false;
+  // Forward: value shares no memory with the output, so a task may copy its (image, head) plane into value_copy
+  // just before it walks it, while other tasks already write their outputs (otherwise the whole copy comes first).
+  bool value_copy_per_task = false;
   uint64_t bytes = 0;
 };
 

@@ -35,13 +35,15 @@
 // be read in place (FLOAT16/BFLOAT16, strided channels) converts only the rows its corners reach, when a corner of
 // the task first touches one (rows_on_first_touch; a byte per key marks it). location, attnWeight, gradOutput and
 // the small outputs are read and written through their strides in any float dtype. Outputs of 8 MiB and more
-// (gradValue from the sums, gradLocation, gradAttnWeight, a FLOAT16/BFLOAT16 output) are written with
-// non-temporal stores where their rows are contiguous, so that their lines are not read first.
+// (gradValue from the sums, gradLocation, gradAttnWeight, a FLOAT16/BFLOAT16 output, a FLOAT one with plane tasks)
+// are written with non-temporal stores where their rows are contiguous, so that their lines are not read first.
 //
-// Parallelism and determinism. Forward: tasks are runs of kQueriesPerTask queries of one (image, head), each
-// writing its own output rows; a row sums its corners in a fixed order: corner k of each point (points ascending)
-// into chain k % 2 (fused multiply-adds), the two chains added at the end, on every target; independent chains
-// keep the multiply-add latency from bounding the row's time.
+// Parallelism and determinism. Forward: tasks are whole (image, head) planes when there are at least
+// kPlanesPerThread per thread and value is copied and shares no memory with the output (each task then copies its
+// own plane just before walking it), else runs of kQueriesPerTask queries of one (image, head); each task writes
+// its own output rows, so the split never changes a result. A row sums its corners in a fixed order: corner k of
+// each point (points ascending) into chain k % 2 (fused multiply-adds), the two chains added at the end, on every
+// target; independent chains keep the multiply-add latency from bounding the row's time.
 // Backward: one task per (image, head), a split fixed by the shape alone. The task zeroes its gradValue plane,
 // walks its queries in ascending order and each row's corners in a fixed order (points ascending, then corner k:
 // a point's valid corners have distinct keys, so a step of four corners rarely updates one row twice; the other
@@ -469,6 +471,7 @@ HWY_EXPORT(PointGradients);
 namespace {
 
 constexpr int64_t kQueriesPerTask = 1024;
+constexpr int64_t kPlanesPerThread = 4;
 constexpr int64_t kFastMaxMapSide = int64_t{1} << 24;
 
 bool FastPathApplies(const std::vector<Level>& levels, int64_t keys) {
@@ -743,6 +746,15 @@ void ConvertValueRow(const TensorDesc& value, const MsdaShape& s, const RowTable
               s.channels);
 }
 
+// Plane (b, h) of value converted into the workspace copy by the forward task that walks it next: the plane's lines
+// are then still in that core's caches, and written by it, when its corners read them. After one pass over all of
+// value before the tasks (ValueRows), written by every thread, the forward took up to 40% longer on a 2-core VM,
+// depending on the VM's state (FLOAT encoder 34-50 ms against 32-34 ms). The backward, whose tasks are planes too,
+// gained nothing from it (FLOAT16/BFLOAT16 3-5% slower), so it keeps the pass.
+void CopyValuePlane(const TensorDesc& value, const MsdaShape& s, const RowTable<float>& copy, int64_t b, int64_t h) {
+  for (int64_t key = 0; key < s.keys; ++key) ConvertValueRow(value, s, copy, b, key, h);
+}
+
 // value as fp32 rows: in place, or converted into the workspace copy (in parallel over (image, key)).
 RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, char* workspace, int64_t copy_offset) {
   if (copy_offset < 0) return InPlaceRows<const float>(value);
@@ -779,22 +791,33 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   // With rows_on_first_touch the value rows are converted as corners reach them (TouchedKeys), so a task is a
   // whole (image, head) plane: no two tasks fill the same rows.
   const bool on_first_touch = params.workspace.rows_on_first_touch;
+  // Tasks are whole (image, head) planes where there are enough of them to keep every thread busy (kPlanesPerThread
+  // each, so that uneven progress evens out) and the value copy may be made per task: each task then copies the
+  // plane it walks (CopyValuePlane). The split never changes a row's order of additions, so any split gives the
+  // same bits.
+  const bool plane_tasks = on_first_touch || (params.workspace.value_copy_per_task &&
+                                              s.batch * s.heads >= kPlanesPerThread * NumThreads());
+  const bool copy_per_task = plane_tasks && !on_first_touch;
   const RowTable<float> value_plane =
-      on_first_touch ? WorkspaceRows<float>(aligned, params.workspace.value_copy, s) : RowTable<float>{};
-  const RowTable<const float> value = on_first_touch
-                                           ? value_plane.AsConst()
-                                           : ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
+      plane_tasks ? WorkspaceRows<float>(aligned, params.workspace.value_copy, s) : RowTable<float>{};
+  const RowTable<const float> value =
+      plane_tasks ? value_plane.AsConst()
+                  : ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
   const HeadRows& out = params.output;
-  const bool out_in_place = out.desc.dtype == ACL_FLOAT && out.channel_stride == 1;
-  // A converted output (FLOAT16/BFLOAT16) with unit channel stride too large to stay in cache is written with
-  // non-temporal stores (its lines are then not read first). Not a FLOAT one summed in place: streaming it from the
-  // stack was no faster (Deformable-DETR encoder).
-  const bool stream_out = !out_in_place && out.channel_stride == 1 && WorthStreaming(out.desc);
+  // An output with unit channel stride too large to stay in cache is summed on the stack and written with
+  // non-temporal stores (its lines are then not read first): FLOAT16/BFLOAT16 always, FLOAT with plane tasks, where
+  // the threads' rows (different heads) share each query's block of the output (summed in place there, FLOAT
+  // encoder_pixels took 30-34 ms instead of 28-29). A FLOAT output of runs of queries is summed in place: streaming
+  // it was no faster there (Deformable-DETR encoder).
+  const bool stream_large_out = out.channel_stride == 1 && WorthStreaming(out.desc);
+  const bool out_in_place =
+      out.desc.dtype == ACL_FLOAT && out.channel_stride == 1 && !(plane_tasks && stream_large_out);
+  const bool stream_out = !out_in_place && stream_large_out;
 
-  // Tasks are runs of kQueriesPerTask queries of one (image, head): neighbouring queries sample neighbouring rows
-  // of that head's plane, which stay in cache.
-  const int64_t runs_per_head = on_first_touch ? 1 : (s.queries + kQueriesPerTask - 1) / kQueriesPerTask;
-  const int64_t queries_per_task = on_first_touch ? s.queries : kQueriesPerTask;
+  // Otherwise tasks are runs of kQueriesPerTask queries of one (image, head): neighbouring queries sample
+  // neighbouring rows of that head's plane, which stay in cache.
+  const int64_t runs_per_head = plane_tasks ? 1 : (s.queries + kQueriesPerTask - 1) / kQueriesPerTask;
+  const int64_t queries_per_task = plane_tasks ? s.queries : kQueriesPerTask;
   ParallelFor(s.batch * s.heads * runs_per_head, 1, [&](int64_t begin, int64_t end) {
     const auto row = std::make_unique<RowPoints>(s.levels * s.points);
     alignas(64) float out_row[kMaxChannels];
@@ -806,6 +829,7 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
       const int64_t last_query = std::min(first_query + queries_per_task, s.queries);
       auto fill = [&](int64_t key) { ConvertValueRow(params.in.value, s, value_plane, b, key, h); };
       touched.Clear();
+      if (copy_per_task) CopyValuePlane(params.in.value, s, value_plane, b, h);
       for (int64_t q = first_query; q < last_query; ++q) {
         if (q + kPrefetchQueries < last_query) {
           PrefetchRowPoints(params.in.location, s, b, q + kPrefetchQueries, h);

@@ -69,6 +69,7 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   // 2.1-2.9 -> 1.8-2.0 ms). Not in the backward: there the rows it reaches missed the cache one by one where the passes
   // over whole arrays stream (7.1 -> 7.6-7.8 ms on the same decoder, for value and for the gradValue sums alike).
   plan.rows_on_first_touch = plan.value_copy >= 0 && !ManyCornerReads(s) && value_apart;
+  plan.value_copy_per_task = plan.value_copy >= 0 && !plan.rows_on_first_touch && value_apart;
   plan.bytes = layout.TotalBytes();
   return plan;
 }
