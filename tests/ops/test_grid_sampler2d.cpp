@@ -593,6 +593,26 @@ TEST(GridSampler2DLargeInputGrad, StreamedStoresMatchReference) {
   }
 }
 
+// An output of 8 MiB or more with unit stride along W is written with non-temporal stores too, a tile's row pieces
+// at a time (330 pixels a row: tiles of 256 pixels straddle rows, so pieces start at every alignment): the same
+// values, contiguous or padded, in FLOAT, FLOAT16 and BFLOAT16.
+TEST(GridSampler2DLargeOutput, StreamedStoresMatchReference) {
+  const Modes m{kBilinear, kZeros, false};
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
+    const int64_t channels = dtype == ACL_FLOAT ? 33 : 66;
+    const ref::GridSamplerShape shape = {1, channels, 64, 64, 200, 330};  // out 8.3 MiB
+    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + optest::LayoutName(layout));
+      const Problem p = MakeProblem(shape, dtype, m.align_corners, 5150);
+      DeviceProblem d(p, dtype);
+      DeviceTensor out = DeviceTensor::Output(p.OutShape(), dtype, layout);
+      ASSERT_EQ(RunForward(d.input.get(), d.grid.get(), m, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+      ExpectForwardMatches(out.Read(), p, m, dtype);
+      EXPECT_EQ(out.CheckGuards(), "");
+    }
+  }
+}
+
 // The fp32 forward copies its input a pass of images at a time (as many as fit in 8 MiB of blocked copy): with
 // 33 channels (3 blocks of 16) of 128 x 128, 3 MiB per image, 5 images take two passes of 2 and one of 1. Every
 // image must be sampled from its own copy, in every float dtype.

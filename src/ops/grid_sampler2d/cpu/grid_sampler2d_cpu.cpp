@@ -38,8 +38,9 @@
 // Forward: in passes of a few images (as many as fit in 8 MiB of blocked copy, at least one; fixed by the shape in
 // phase 1): the pass's images are copied, then pacl::ParallelFor over (n, tile) of the pass. Per channel block:
 // out line of pixel q = sum over its taps of weight * input line (SampleBlock, taps in order, starting from 0),
-// into a [pixel][16] buffer that LinesToRow turns back into channel rows of out (written straight into a
-// unit-stride FLOAT out, else via pacl::StoreFromFloat).
+// into a [pixel][16] buffer that LinesToRows turns back into channel rows (4 x 4 transposes), copied out with
+// pacl::StoreFromFloat, or with non-temporal stores into an out of at least kStreamMinBytes with unit stride
+// along W (its lines are then not read first).
 // Backward: inputGrad is a scatter. The work items are (n, channel block); each owns the blocked fp32 inputGrad
 // plane of its block in the workspace. A ParallelFor task takes consecutive blocks of one image (several when
 // there are at least 2 tasks per thread, so that they share the tap lists; which items a task takes changes no

@@ -26,7 +26,6 @@ void BackwardBlock(const float* plane, float* input_grad_plane, const int64_t* o
                    const float* grad, int64_t count, float* partial);
 void RowsToLines(const float* rows, int64_t row_stride, int64_t count, float* lines);
 void LinesToRows(const float* lines, int64_t count, int64_t readable, float* rows, int64_t row_stride);
-void LinesToRow(const float* lines, int64_t lane, int64_t count, float* row);
 }  // namespace simd
 
 }  // namespace pacl::grid_sampler2d

@@ -164,11 +164,6 @@ void LinesToRows(const float* lines, int64_t count, int64_t readable, float* row
   }
 }
 
-// Blocked lines -> one channel row: row[q] = lines[q][lane] for q < count.
-void LinesToRow(const float* lines, int64_t lane, int64_t count, float* row) {
-  for (int64_t q = 0; q < count; ++q) row[q] = lines[q * kLanesPerBlock + lane];
-}
-
 }  // namespace HWY_NAMESPACE
 }  // namespace pacl::grid_sampler2d
 HWY_AFTER_NAMESPACE();
@@ -179,7 +174,6 @@ namespace pacl::grid_sampler2d {
 HWY_EXPORT(SampleBlock);
 HWY_EXPORT(BackwardBlock);
 HWY_EXPORT(RowsToLines);
-HWY_EXPORT(LinesToRow);
 HWY_EXPORT(LinesToRows);
 
 namespace simd {
@@ -204,9 +198,6 @@ void LinesToRows(const float* lines, int64_t count, int64_t readable, float* row
   HWY_DYNAMIC_DISPATCH(LinesToRows)(lines, count, readable, rows, row_stride);
 }
 
-void LinesToRow(const float* lines, int64_t lane, int64_t count, float* row) {
-  HWY_DYNAMIC_DISPATCH(LinesToRow)(lines, lane, count, row);
-}
 
 }  // namespace simd
 
