@@ -11,13 +11,18 @@
 #               memcheck and racecheck of the softmax and NsaCompress operator tests whose kernels use shared-memory
 #               stages or warp shuffles; memcheck of the grid sampler tests of its tiled and inputGrad kernels
 #   python      the Python package's tests (tests/python) on that machine's PyTorch, CUDA tensors included
+#   profile     Nsight Compute (ncu, where it can read the counters) on the benchmark's calls of the operators that
+#               miss issue 14's targets (PACL_PROFILE_SUITES, a regex of gpu_bench.py suite names; default NSA
+#               float16, the grid sampler, MSDA encoder and decoder): per kernel launch of ours (and CUB's) its time,
+#               throughputs, occupancy, launch figures and warp stall reasons, in $OUT/ncu.txt (not in docs/cuda.md)
 #   cputests    the runtime, base, conformance and operator tests on the CPU of that machine
 # Every call then writes docs/cuda.md (and docs/cuda_bench.json) from all results so far, and copies them and the log
 # under $OUT. A suite that outlives PACL_SUITE_TIMEOUT seconds (default 600), or the time left before
 # PACL_DEADLINE (seconds since the epoch, optional), is stopped and recorded as timed out, so that one call of the
 # device tool always brings back a report.
 #
-#   PACL_COMMIT=<commit> scripts/gpu_check.sh [stage ...]  (default: build tests python bench sanitizers cputests)
+#   PACL_COMMIT=<commit> scripts/gpu_check.sh [stage ...]  (default: build tests python bench sanitizers cputests;
+#   profile only when named)
 #
 # One device call (the device tool gives about 15 minutes a session, machine start included), with a build made
 # here (cmake -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DPACL_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90, in
@@ -253,6 +258,31 @@ if wants sanitizers; then
       "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${grid_filter}"
   else
     set_result "compute-sanitizer" "not installed"
+  fi
+fi
+write_report
+
+if wants profile; then
+  if command -v ncu > /dev/null; then
+    step "Nsight Compute on the slow operators (ncu.txt)"
+    suites="${PACL_PROFILE_SUITES:-NsaCompress float16|GridSampler2D|MSDA (encoder|decoder) float32}"
+    # Each case runs twice (warm-up, then the call to look at): every launch of our kernels and CUB's is profiled.
+    timeout "$(suite_seconds)" env ACLNN_DEVICE=cuda ncu --clock-control none --kernel-name-base demangled \
+      --kernel-name 'regex:pacl::|cub::' --launch-count 400 --section SpeedOfLight --section LaunchStats \
+      --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+      --log-file "${out}/ncu.txt" python3 "${root}/bench/cuda/gpu_bench.py" "${build}" --profile \
+      --only "${suites}" >> "${log}" 2>&1
+    code=$?
+    kernels="$(grep -cE ', Context [0-9]+, Stream [0-9]+' "${out}/ncu.txt" 2>/dev/null || true)"
+    if [[ "${code}" == 0 ]]; then
+      set_result "Nsight Compute profile (ncu.txt)" "ran: ${kernels:-0} kernel launches profiled"
+    else
+      set_result "Nsight Compute profile (ncu.txt)" "FAILED (exit ${code}): $(tail -3 "${out}/ncu.txt" 2>/dev/null |
+        tr '\n' ' ' | cut -c1-200)"
+      status=1
+    fi
+  else
+    set_result "Nsight Compute profile (ncu.txt)" "ncu not installed"
   fi
 fi
 write_report

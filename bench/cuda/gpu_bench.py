@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The operators on a CUDA GPU against PyTorch CUDA and the device's copy bandwidth, measured in one run.
 
-    python3 bench/cuda/gpu_bench.py <build-dir> [--json out.json] [--quick] [--cpu]
+    python3 bench/cuda/gpu_bench.py <build-dir> [--json out.json] [--quick] [--cpu] [--only REGEX] [--profile]
 
 Calls the libraries of <build-dir> through ctypes (the public C API, ACLNN_DEVICE=cuda) on tensors that PyTorch
 allocates on the GPU (their data pointers, shapes and strides go to aclCreateTensor: no copies), and times
@@ -19,11 +19,15 @@ allocates on the GPU (their data pointers, shapes and strides go to aclCreateTen
     splits into device work and the host's share.
 Prints one markdown table (and writes the raw figures as JSON with --json). Needs PyTorch with CUDA; --cpu runs
 the same calls on the CPU device (with PyTorch on the CPU), a smoke test of the script where there is no GPU.
+--only keeps the suites whose name matches REGEX (re.search). --profile times nothing: it runs each case of the
+kept suites twice (a warm-up, then the call to look at) for a profiler such as Nsight Compute to record
+(scripts/gpu_check.sh's profile stage), and prints what it ran.
 """
 import argparse
 import ctypes
 import json
 import os
+import re
 import sys
 import time
 
@@ -333,6 +337,9 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--quick", action="store_true", help="small shapes (a smoke test of the script)")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU device (a smoke test without a GPU)")
+    parser.add_argument("--only", help="only the suites whose name matches this regular expression")
+    parser.add_argument("--profile", action="store_true",
+                        help="no timing: run each case twice, for a profiler to record")
     args = parser.parse_args()
     global DEVICE
     DEVICE = "cpu" if args.cpu else "cuda"
@@ -341,8 +348,6 @@ def main():
     acl = Acl(args.build)
     rounds = 3 if args.quick else 5
     calls = 3 if args.quick else 10
-    bandwidth = copy_bandwidth(rounds)
-    device = acl.rt.aclrtGetSocName().decode()
     suites = []
     for dtype in (torch.float16, torch.bfloat16):
         suites.append((f"ScaledMaskedSoftmax {str(dtype)[6:]}", lambda d=dtype: bench_softmax(acl, d, args.quick)))
@@ -355,6 +360,19 @@ def main():
                    lambda: bench_msda(acl, torch.float32, None, args.quick, local=True)))
     for dtype in (torch.float16, torch.bfloat16):
         suites.append((f"NsaCompress {str(dtype)[6:]}", lambda d=dtype: bench_nsa(acl, d, args.quick)))
+    if args.only:
+        suites = [(name, make) for name, make in suites if re.search(args.only, name)]
+    if args.profile:
+        for name, make in suites:
+            cases, _ = make()
+            for direction, run, _, _, _ in cases:
+                for _ in range(2):
+                    run()
+                    acl.sync()
+                print(f"ran {name} {direction} twice")
+        return
+    bandwidth = copy_bandwidth(rounds)
+    device = acl.rt.aclrtGetSocName().decode()
     results = []
     print(f"device: {device}; device-to-device copy: {bandwidth:.0f} GB/s (read + write)")
     print(f"PyTorch {torch.__version__}; ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}")
