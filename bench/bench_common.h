@@ -25,6 +25,10 @@ int LibraryThreadCount();
 // MeasureTriadGBps returns the best of `repetitions` passes (0 if the result is wrong or nothing is set up).
 void SetUpTriad(int threads, size_t mib_per_array);
 double MeasureTriadGBps(int repetitions);
+// The read-only bandwidth over the triad's b and c arrays (a sum, 16 bytes per element, same threads): the ceiling
+// of a kernel that mostly reads, which on some machines is well below the triad (a VM measured 34 GB/s read-only
+// against a 50 GB/s triad). Best of `repetitions` passes, 0 if the sum is wrong or nothing is set up.
+double MeasureReadGBps(int repetitions);
 
 // A device buffer and the contiguous ND tensor over it.
 struct DeviceTensor {
@@ -99,7 +103,7 @@ struct CaseMeasurement {
 // allocate the workspace, measure the triad again (the machine's bandwidth can drift during a long run, on shared
 // hosts especially), then time phase 2 + aclrtSynchronizeStream per iteration. Counters: GB/s (bytes / time),
 // triad_GB/s (the best triad of the run so far), triad_now_GB/s (the triad just measured) and triad% (GB/s as a
-// percentage of triad_GB/s).
+// percentage of triad_GB/s); read_GB/s and read% likewise for the read-only bandwidth (MeasureReadGBps).
 void RegisterOperatorBenchmark(const CaseInfo& info, Preparer prepare);
 
 // The measurement of the registered case called `name`; nullptr if there is none.

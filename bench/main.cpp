@@ -86,8 +86,13 @@ int main(int argc, char** argv) {
   if (context.triad_start_gbps <= 0) return 1;
   std::printf("STREAM triad: %.2f GB/s (%d threads, 3 x %zu MiB, best of %d; 24 bytes per element)\n",
               context.triad_start_gbps, context.threads, context.triad_mib, kTriadRepetitions);
+  const double read_gbps = bench::MeasureReadGBps(kTriadRepetitions);
+  if (read_gbps <= 0) return 1;
+  std::printf("read-only: %.2f GB/s (the triad's b and c summed, best of %d; 16 bytes per element)\n", read_gbps,
+              kTriadRepetitions);
   std::fflush(stdout);
   benchmark::AddCustomContext("triad_GBps", std::to_string(context.triad_start_gbps));
+  benchmark::AddCustomContext("read_GBps", std::to_string(read_gbps));
   benchmark::AddCustomContext("threads", std::to_string(context.threads));
 
   const int32_t device = 0;
