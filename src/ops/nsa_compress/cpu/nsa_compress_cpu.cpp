@@ -12,26 +12,27 @@
 // element (in registers for unit-stride outputs, pacl::StoreFromFloat otherwise). weight is read once into an fp32
 // table.
 //
-// Passes and memory traffic. Forward: tasks are chunks of kBlocksPerChunk consecutive blocks. When input rows are
-// read in place and at most kMaxRegisterCover blocks cover a token (ceil(blockSize / stride), 2 for the usual
-// blockSize = 2 * stride), each head's tokens are walked once in order (BlockSums): a row is loaded and widened
-// once, in as few channel groups as the registers allow (a D = 192 row in one go on AVX-512), and multiply-added
-// into the sums of every block covering it, held in registers; a block's sums leave when its last row is in. One
-// walk per row keeps each row's bytes in one run of loads, which matters more than anything else here (the rows of
-// one head lie N * D elements apart). Otherwise (gathered rows, or many blocks per token) each block sums its
-// blockSize rows directly (WeightedSum), the shared rows coming from cache the second time. Either way input is
-// read once from memory and output written once (non-temporal stores when large). Backward: one walk over the
-// tokens, which both outputs need (input rows for weightGrad, inputGrad rows to write). Tasks are chunks of
-// kBackwardTokensPerChunk tokens; per chunk, sequence and head the outputGrad rows of the covering blocks are
-// widened once into an fp32 buffer, then GradWalkRows walks the head's tokens in order, prefetching input rows
-// ahead (PrefetchTokens; without it the walk took 1.8x as long): each token's inputGrad row sums weight * outputGrad
-// row over its covering blocks in ascending block order in registers and is rounded and written once (zeros when no
-// block covers it; non-temporal stores when large), and its weightGrad terms (outputGrad row . input row, one per
-// covering block) are added into the chunk's partial sums (heads, block_size) in the workspace, four dot products
+// Passes and memory traffic. Forward: tasks are chunks of kBlocksPerChunk consecutive blocks. When input rows are read
+// in place and at most kMaxRegisterCover blocks cover a token (ceil(blockSize / stride), 2 for the usual
+// blockSize = 2 * stride), each head's tokens are walked once in order (BlockSums): a row is loaded and widened once,
+// in as few channel groups as the registers allow (a D = 192 row in one go on AVX-512), and multiply-added into the
+// sums of every block covering it, held in registers; a block's sums leave when its last row is in. One walk per row
+// keeps each row's bytes in one run of loads, which matters more than anything else here (the rows of one head lie
+// N * D elements apart). Where a chunk's token rows of all heads lie together in at most kWholeRowPrefetchBytes, the
+// first head's walk prefetches all of them and the other heads' walks read from L2. Otherwise (gathered rows, or many
+// blocks per token) each block sums its blockSize rows directly (WeightedSum), the shared rows coming from cache the
+// second time. Either way input is read once from memory and output written once (non-temporal stores when large).
+// Backward: one walk over the tokens, which both outputs need (input rows for weightGrad, inputGrad rows to write).
+// Tasks are chunks of kBackwardTokensPerChunk tokens; per chunk, sequence and head the outputGrad rows of the covering
+// blocks are widened once into an fp32 buffer, then GradWalkRows walks the head's tokens in order, prefetching input
+// rows ahead (PrefetchTokens; without it the walk took 1.8x as long): each token's inputGrad row sums weight *
+// outputGrad row over its covering blocks in ascending block order in registers and is rounded and written once (zeros
+// when no block covers it; non-temporal stores when large), and its weightGrad terms (outputGrad row . input row, one
+// per covering block) are added into the chunk's partial sums (heads, block_size) in the workspace, four dot products
 // at a time sharing each token's widened row; two consecutive tokens each covered by two blocks (the usual
-// blockSize = 2 * stride) go in one pass over the channels (GradPairT), each 16 channels of their input and
-// outputGrad rows loaded once for both outputs. Then the chunks' partials are added in ascending chunk order into
-// weightGrad. Input is read once from memory and inputGrad written once.
+// blockSize = 2 * stride) go in one pass over the channels (GradPairT), each 16 channels of their input and outputGrad
+// rows loaded once for both outputs. Then the chunks' partials are added in ascending chunk order into weightGrad.
+// Input is read once from memory and inputGrad written once.
 //
 // Determinism. Both forward paths start each block's sum at zero and add its rows in ascending j, so they give the
 // same bits. Every sum has an order fixed by the shape and actSeqLen (blocks ascending, j ascending, a weightGrad
@@ -78,6 +79,7 @@ struct BlockWalk {
   int64_t dim = 0;
   const float* weights = nullptr;  // weight[j] of this head, j < block_size
   float* sums = nullptr;           // out: block b's fp32 sums at sums[b * dim + i], i < dim
+  int64_t prefetch_bytes = 0;      // bytes of each token's row (from first_row's token on) to prefetch ahead
 };
 
 // One term of the backward's weightGrad: *sum += grad . row over the channels (grad: an outputGrad row widened to
@@ -123,6 +125,8 @@ inline constexpr int64_t kMaxRegisterCover = 4;
 inline constexpr int64_t kPrefetchBytes = int64_t{64} << 10;
 inline constexpr int64_t kMinPrefetchTokens = 8;
 inline constexpr int64_t kMaxPrefetchTokens = 64;
+// The most bytes of input a forward chunk may span for its first head's walk to prefetch every head's rows.
+inline constexpr int64_t kWholeRowPrefetchBytes = int64_t{640} << 10;
 inline int64_t PrefetchTokens(int64_t row_step_bytes) {
   const int64_t tokens = row_step_bytes > 0 ? kPrefetchBytes / row_step_bytes : kMaxPrefetchTokens;
   return std::max(kMinPrefetchTokens, std::min(kMaxPrefetchTokens, tokens));
@@ -199,8 +203,8 @@ template <int kKind, int kCover, int kVectors, class D>
 void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t tokens = (walk.blocks - 1) * walk.stride + walk.block_size;
-  // The whole row of a token prefetch_tokens ahead is asked for on the first channel group's walk only.
-  const bool prefetch = first == 0;
+  // The rows of a token prefetch_tokens ahead are asked for on the first channel group's walk only.
+  const bool prefetch = first == 0 && walk.prefetch_bytes > 0;
   const int64_t prefetch_tokens = PrefetchTokens(walk.row_step);
   VectorArray<D, kCover * kVectors> sums;  // block slot c, vector v at c * kVectors + v
   for (int s = 0; s < kCover * kVectors; ++s) sums.Set(d, s, hn::Zero(d));
@@ -214,7 +218,7 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
     for (; u < group_end; ++u, row += walk.row_step) {
       if (prefetch && u + prefetch_tokens < tokens) {
         const char* ahead = row + prefetch_tokens * walk.row_step;
-        for (int64_t byte = 0; byte < walk.dim * 2; byte += 64) hwy::Prefetch(ahead + byte);
+        for (int64_t byte = 0; byte < walk.prefetch_bytes; byte += 64) hwy::Prefetch(ahead + byte);
       }
       VectorArray<D, kVectors> x;
       for (int v = 0; v < kVectors; ++v) x.Set(d, v, LoadLanes<kKind>(d, row, first + v * lanes));
@@ -685,6 +689,12 @@ void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights
       const int64_t last_block = std::min(end, seq->first_block + seq->blocks);
       if (first_block >= last_block) continue;
       const int64_t first_token = seq->start + (first_block - seq->first_block) * s.stride;
+      // Where every head's rows of a token lie together and the chunk's tokens fit in a core's L2 with room to
+      // spare, the first head's walk prefetches all heads' rows, in address order, and the other heads' walks
+      // find them in cache; otherwise each walk prefetches its own head's rows (1/N of the bytes, N * D apart).
+      const int64_t chunk_tokens = (last_block - first_block - 1) * s.stride + s.block_size;
+      const bool whole_rows = in.strides[1] == s.dim && in.strides[0] == s.heads * s.dim &&
+                              chunk_tokens * in.strides[0] * 2 <= kWholeRowPrefetchBytes;
       for (int64_t n = 0; n < s.heads; ++n) {
         BlockWalk walk;
         walk.first_row = static_cast<const char*>(input.Row(first_token, n, nullptr));
@@ -695,6 +705,7 @@ void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights
         walk.dim = s.dim;
         walk.weights = &weights[static_cast<size_t>(n * s.block_size)];
         walk.sums = sums.data();
+        walk.prefetch_bytes = !whole_rows ? s.dim * 2 : n == 0 ? s.heads * s.dim * 2 : 0;
         HWY_DYNAMIC_DISPATCH(BlockSums)(KindOf(in.dtype), cover, walk);
         for (int64_t b = first_block; b < last_block; ++b) {
           StoreRow(params.output, b, n, sums.data() + (b - first_block) * s.dim, stream);
