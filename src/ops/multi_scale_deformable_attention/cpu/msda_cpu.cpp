@@ -24,16 +24,17 @@
 //
 // Layout. Work is on fp32 rows of c channels, vectorised over channels (c is a multiple of 8: whole vectors of
 // the target, plus one 8-lane vector on 16-lane targets); a corner's weight is computed once and shared by all
-// channels. Forward: value is read from a compact fp32 copy in the workspace, layout (bs, nh, nk, c), unless it is
-// FLOAT with unit channel stride and the queries are few (then in place: see PlanForwardWorkspace); up to 4
-// vectors of sums stay in registers while the row's corners are walked. Backward: value and the gradValue sums are
+// channels. Forward: value is read from a compact fp32 copy in the workspace, layout (bs, nh, nk, c), unless its
+// channels have unit stride and the queries are few (then in place, FLOAT16/BFLOAT16 rows widened exactly in
+// registers: see PlanForwardWorkspace); up to 4 vectors of sums stay in registers while the row's corners are
+// walked. Backward: value and the gradValue sums are
 // compact fp32 planes (bs, nh, nk, c) in the workspace: its tasks walk one (image, head) plane, whose rows in the
 // caller's layout would lie nh * c floats apart and crowd into a fraction of the cache sets. The sums are converted
 // once at the end (fp16/bf16 rounded once). With few queries, FLOAT tensors with unit channel stride are used in
 // place instead (the passes over whole planes would cost more than the corners: see PlanBackwardWorkspace); the
 // sums then accumulate in gradValue itself, in the same order. The forward with few queries and a value that cannot
-// be read in place (FLOAT16/BFLOAT16, strided channels) converts only the rows its corners reach, when a corner of
-// the task first touches one (rows_on_first_touch; a byte per key marks it). location, attnWeight, gradOutput and
+// be read in place (strided channels) converts only the rows its corners reach, when a corner of the task first
+// touches one (rows_on_first_touch; a byte per key marks it). location, attnWeight, gradOutput and
 // the small outputs are read and written through their strides in any float dtype. Outputs of 8 MiB and more
 // (gradValue from the sums, gradLocation, gradAttnWeight, a FLOAT16/BFLOAT16 output, a FLOAT one with plane tasks)
 // are written with non-temporal stores where their rows are contiguous, so that their lines are not read first.
@@ -62,6 +63,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -77,6 +79,10 @@
 #ifndef PACL_OPS_MSDA_CPU_SHARED_
 #define PACL_OPS_MSDA_CPU_SHARED_
 namespace pacl::msda {
+
+// How the forward's value rows are stored: fp32 (the workspace copy, or a FLOAT value in place), or in place as
+// FLOAT16 / BFLOAT16 bits, widened exactly in registers.
+enum ValueRowKind : int { kFloatRows = 0, kHalfRows = 1, kBFloat16Rows = 2 };
 
 // A row's points (levels * points <= 256), padded to a multiple of kPointAlign (the widest vector).
 inline constexpr int64_t kMaxRowPoints = kMaxLevels * kMaxPoints;
@@ -194,9 +200,21 @@ void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t
 // so that two independent multiply-add chains per vector hide the instruction latency (one chain of 4 * points
 // steps would bound the row's time); the chains are added at the end. The chains are the same on every target (the
 // same bits everywhere): only how many vectors of channels go together (kMaxGroupVectors) depends on the target.
-template <int kVectors, class D, class Key>
-void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const Key* keys, const float* weights,
+template <int kKind, class D>
+HWY_INLINE hn::Vec<D> LoadRowLanes(D d, const void* row, int64_t first) {
+  if constexpr (kKind == kFloatRows) {
+    return hn::LoadU(d, static_cast<const float*>(row) + first);
+  } else {
+    const auto bits = hn::LoadU(hn::Rebind<uint16_t, D>(), static_cast<const uint16_t*>(row) + first);
+    if constexpr (kKind == kHalfRows) return pacl::HWY_NAMESPACE::HalfBitsToFloat(d, bits);
+    return pacl::HWY_NAMESPACE::BFloat16BitsToFloat(d, bits);
+  }
+}
+
+template <int kKind, int kVectors, class D, class Key>
+void WeightedRowSumGroup(D d, const void* rows, int64_t key_stride, const Key* keys, const float* weights,
                          const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
+  using Element = std::conditional_t<kKind == kFloatRows, float, uint16_t>;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   VectorArray<D, 2 * kVectors> sums;  // chain c, vector v at c * kVectors + v
   for (int s = 0; s < 2 * kVectors; ++s) sums.Set(d, s, hn::Zero(d));
@@ -205,10 +223,11 @@ void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const Key* 
       const int64_t key = keys[k * stride + i];
       if (key < 0) continue;
       const auto w = hn::Set(d, attn[i] * weights[k * stride + i]);
-      const float* row = rows + key * key_stride + first;
+      const Element* row = static_cast<const Element*>(rows) + key * key_stride;
       const int chain = (k & 1) * kVectors;
       for (int v = 0; v < kVectors; ++v) {
-        sums.Set(d, chain + v, FusedMulAdd(d, w, hn::LoadU(d, row + v * lanes), sums.Get(d, chain + v)));
+        sums.Set(d, chain + v,
+                 FusedMulAdd(d, w, LoadRowLanes<kKind>(d, row, first + v * lanes), sums.Get(d, chain + v)));
       }
     }
   }
@@ -222,45 +241,57 @@ void WeightedRowSumGroup(D d, const float* rows, int64_t key_stride, const Key* 
 constexpr int kMaxGroupVectors = pacl::HWY_NAMESPACE::kVectorRegisters / 4;
 
 // out[ch] = sum over corners of attn[i] * weights[k][i] * value row, in the order WeightedRowSumGroup fixes.
-// rows + key * key_stride is the value row of a key.
+// rows + key * key_stride (elements of kKind) is the value row of a key.
 // Key: int32_t on the fast path (see FastCorners), int64_t on the generic one.
-template <class Key>
-void WeightedRowSumT(const float* rows, int64_t key_stride, const Key* keys, const float* weights, const float* attn,
+template <int kKind, class Key>
+void WeightedRowSumT(const void* rows, int64_t key_stride, const Key* keys, const float* weights, const float* attn,
                      int64_t points, int64_t stride, int64_t channels, float* out) {
   const DF d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t ch = 0;
   for (; ch + kMaxGroupVectors * lanes <= channels; ch += kMaxGroupVectors * lanes) {
-    WeightedRowSumGroup<kMaxGroupVectors>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+    WeightedRowSumGroup<kKind, kMaxGroupVectors>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
   }
   // Fewer than kMaxGroupVectors whole vectors left: groups of 4, 2, 1.
   if constexpr (kMaxGroupVectors > 4) {
     if (ch + 4 * lanes <= channels) {
-      WeightedRowSumGroup<4>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+      WeightedRowSumGroup<kKind, 4>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
       ch += 4 * lanes;
     }
   }
   if (ch + 2 * lanes <= channels) {
-    WeightedRowSumGroup<2>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+    WeightedRowSumGroup<kKind, 2>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
     ch += 2 * lanes;
   }
   if (ch + lanes <= channels) {
-    WeightedRowSumGroup<1>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
+    WeightedRowSumGroup<kKind, 1>(d, rows, key_stride, keys, weights, attn, points, stride, ch, out);
     ch += lanes;
   }
   if (ch < channels) {
     // 8 channels left on a 16-lane target.
-    WeightedRowSumGroup<1>(DF8(), rows, key_stride, keys, weights, attn, points, stride, ch, out);
+    WeightedRowSumGroup<kKind, 1>(DF8(), rows, key_stride, keys, weights, attn, points, stride, ch, out);
   }
 }
 
-void WeightedRowSum32(const float* rows, int64_t key_stride, const int32_t* keys, const float* weights,
-                      const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
-  WeightedRowSumT(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+template <class Key>
+void WeightedRowSumOfKind(int kind, const void* rows, int64_t key_stride, const Key* keys, const float* weights,
+                          const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
+  if (kind == kHalfRows) {
+    return WeightedRowSumT<kHalfRows>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+  }
+  if (kind == kBFloat16Rows) {
+    return WeightedRowSumT<kBFloat16Rows>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+  }
+  WeightedRowSumT<kFloatRows>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
 }
-void WeightedRowSum64(const float* rows, int64_t key_stride, const int64_t* keys, const float* weights,
+
+void WeightedRowSum32(int kind, const void* rows, int64_t key_stride, const int32_t* keys, const float* weights,
                       const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
-  WeightedRowSumT(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+  WeightedRowSumOfKind(kind, rows, key_stride, keys, weights, attn, points, stride, channels, out);
+}
+void WeightedRowSum64(int kind, const void* rows, int64_t key_stride, const int64_t* keys, const float* weights,
+                      const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
+  WeightedRowSumOfKind(kind, rows, key_stride, keys, weights, attn, points, stride, channels, out);
 }
 
 // The corners of a row that have a key, in the order the backward walks them (points ascending, then k ascending):
@@ -800,9 +831,20 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
   const bool copy_per_task = plane_tasks && !on_first_touch;
   const RowTable<float> value_plane =
       plane_tasks ? WorkspaceRows<float>(aligned, params.workspace.value_copy, s) : RowTable<float>{};
+  // Without a copy (few corner reads, unit channel stride: see PlanForwardWorkspace) the walk reads value in place,
+  // FLOAT16/BFLOAT16 rows widened in registers (exact, so the same sums as from a copy).
+  const bool in_place = params.workspace.value_copy < 0;
+  const int row_kind = !in_place                              ? kFloatRows
+                       : params.in.value.dtype == ACL_FLOAT16 ? kHalfRows
+                       : params.in.value.dtype == ACL_BF16    ? kBFloat16Rows
+                                                              : kFloatRows;
   const RowTable<const float> value =
       plane_tasks ? value_plane.AsConst()
-                  : ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
+      : row_kind == kFloatRows ? ValueRows(params.in.value, s, aligned, params.workspace.value_copy)
+                               : RowTable<const float>{};
+  const RowTable<const uint16_t> value_bits =
+      row_kind == kFloatRows ? RowTable<const uint16_t>{} : InPlaceRows<const uint16_t>(params.in.value);
+  const int64_t value_key_stride = row_kind == kFloatRows ? value.key_stride : value_bits.key_stride;
   const HeadRows& out = params.output;
   // An output with unit channel stride too large to stay in cache is summed on the stack and written with
   // non-temporal stores (its lines are then not read first): FLOAT16/BFLOAT16 always, FLOAT with plane tasks, where
@@ -839,14 +881,16 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
         if (touched.enabled()) touched.Touch(*row, sampler.fast, fill);
         char* dst = HeadRowAddress(out, b, q, h);
         float* sums = out_in_place ? reinterpret_cast<float*>(dst) : out_row;
+        const void* rows = row_kind == kFloatRows ? static_cast<const void*>(value.Row(b, 0, h))
+                                                  : static_cast<const void*>(value_bits.Row(b, 0, h));
         if (sampler.fast) {
           HWY_DYNAMIC_DISPATCH(WeightedRowSum32)
-          (value.Row(b, 0, h), value.key_stride, row->keys32, row->weights, row->attn, row->count, row->stride,
+          (row_kind, rows, value_key_stride, row->keys32, row->weights, row->attn, row->count, row->stride,
            s.channels, sums);
         } else {
           HWY_DYNAMIC_DISPATCH(WeightedRowSum64)
-          (value.Row(b, 0, h), value.key_stride, row->keys, row->weights, row->attn, row->count, row->stride,
-           s.channels, sums);
+          (row_kind, rows, value_key_stride, row->keys, row->weights, row->attn, row->count, row->stride, s.channels,
+           sums);
         }
         if (!out_in_place) {
           StoreOrStreamFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels, stream_out);

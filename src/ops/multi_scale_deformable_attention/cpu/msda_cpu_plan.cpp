@@ -52,22 +52,24 @@ uint64_t PaddingToHalfPageApart(const WorkspaceLayout& layout, int64_t other) {
 }  // namespace
 
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
-  // value is read in place only when it is FLOAT with unit channel stride and the queries are few: the compact
-  // fp32 copy costs a pass over value but keeps a head's rows dense in the cache (measured ~20% faster on the
-  // Deformable-DETR encoder), which pays off once the corners read outnumber value's rows several times.
+  // value is read in place only when its channels have unit stride and the queries are few (a FLOAT16/BFLOAT16 row
+  // is then widened in registers as it is read): the compact fp32 copy costs a pass over value but keeps a head's
+  // rows dense in the cache (measured ~20% faster on the Deformable-DETR encoder), which pays off once the corners
+  // read outnumber value's rows several times.
   const MsdaShape& s = params.shape;
   WorkspacePlan plan;
   WorkspaceLayout layout;
   const uint64_t elements = PlaneElements(s);
   const bool value_apart = !params.in.value.MayShareMemoryWith(params.output.desc);
   if (elements > 0 && CornerReads(s) > 0 &&
-      (NeedsFloatCopy(params.in.value) || ManyCornerReads(s) || !value_apart)) {
+      (params.in.value.strides[3] != 1 || ManyCornerReads(s) || !value_apart)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
-  // A copy taken with few corner reads (not FLOAT, or strided channels) is filled row by row as corners first
-  // reach it, rather than by a pass over all of value (measured on the Deformable-DETR decoder, FLOAT16/BFLOAT16:
-  // 2.1-2.9 -> 1.8-2.0 ms). Not in the backward: there the rows it reaches missed the cache one by one where the passes
-  // over whole arrays stream (7.1 -> 7.6-7.8 ms on the same decoder, for value and for the gradValue sums alike).
+  // A copy taken with few corner reads (strided channels) is filled row by row as corners first reach it, rather
+  // than by a pass over all of value (measured on the Deformable-DETR decoder, FLOAT16/BFLOAT16 when they were
+  // copied too: 2.1-2.9 -> 1.8-2.0 ms; read in place, 0.42 ms). Not in the backward: there the rows it reaches
+  // missed the cache one by one where the passes over whole arrays stream (7.1 -> 7.6-7.8 ms on the same decoder,
+  // for value and for the gradValue sums alike).
   plan.rows_on_first_touch = plan.value_copy >= 0 && !ManyCornerReads(s) && value_apart;
   plan.value_copy_per_task = plan.value_copy >= 0 && !plan.rows_on_first_touch && value_apart;
   plan.bytes = layout.TotalBytes();
