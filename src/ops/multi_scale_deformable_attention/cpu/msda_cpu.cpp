@@ -30,9 +30,10 @@
 // walked. Backward: value and the gradValue sums are
 // compact fp32 planes (bs, nh, nk, c) in the workspace: its tasks walk one (image, head) plane, whose rows in the
 // caller's layout would lie nh * c floats apart and crowd into a fraction of the cache sets. The sums are converted
-// once at the end (fp16/bf16 rounded once). With few queries, FLOAT tensors with unit channel stride are used in
-// place instead (the passes over whole planes would cost more than the corners: see PlanBackwardWorkspace); the
-// sums then accumulate in gradValue itself, in the same order. The forward with few queries and a value that cannot
+// once at the end (fp16/bf16 rounded once). With few queries, tensors with unit channel stride are used in place
+// instead (the passes over whole planes would cost more than the corners: see PlanBackwardWorkspace): value in any
+// dtype (FLOAT16/BFLOAT16 rows widened in registers), and a FLOAT gradValue, whose sums then accumulate in
+// gradValue itself, in the same order. The forward with few queries and a value that cannot
 // be read in place (strided channels) converts only the rows its corners reach, when a corner of the task first
 // touches one (rows_on_first_touch; a byte per key marks it). location, attnWeight, gradOutput and
 // the small outputs are read and written through their strides in any float dtype. Outputs of 8 MiB and more
@@ -366,25 +367,27 @@ int64_t CollectValidCorners(const int32_t* keys, const float* weights, const flo
 // -1 get dots 0 and touch nothing. The valid corners go four at a time (CanonicalSums4: one load of grad for four
 // rows, and their four sums reduced together); within a step the four rows are updated in corner order, so a row
 // that several of them update gets its additions in the same order as one corner at a time.
-template <class Key>
-void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+template <int kKind, class Key>
+void CornerBackwardT(const void* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
                      const Key* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                      int64_t channels, const float* grad, float* dots) {
   using V = hn::Vec<DF>;
+  using Element = std::conditional_t<kKind == kFloatRows, float, uint16_t>;
   Key valid_keys[kValidCornerSlots];
   ValidCorners valid;
   const int64_t count = CollectValidCorners(keys, weights, attn, points, stride, valid_keys, &valid, dots);
-  // grad_row += scale * g, and acc += g . row, for channels [first, first + lanes) where g holds grad's.
-  auto corner_step = [](DF d, size_t first, V g, const float* row, float* grad_row, V scale, V& acc) {
+  // grad_row += scale * g, and acc += g . row, for channels [first, first + lanes) where g holds grad's (the row
+  // widened to fp32 as it is loaded).
+  auto corner_step = [](DF d, size_t first, V g, const Element* row, float* grad_row, V scale, V& acc) {
     hn::StoreU(FusedMulAdd(d, scale, g, hn::LoadU(d, grad_row + first)), d, grad_row + first);
-    acc = FusedMulAdd(d, g, hn::LoadU(d, row + first), acc);
+    acc = FusedMulAdd(d, g, LoadRowLanes<kKind>(d, row, static_cast<int64_t>(first)), acc);
   };
   // The same for the last 8 channels on a 16-lane target: lanes past `lanes` are zero, and only `lanes` are stored.
-  auto partial_corner_step = [corner_step](DF d, size_t first, size_t lanes, V g, const float* row, float* grad_row,
-                                           V scale, V& acc) {
-    HWY_ALIGN float row_lanes[hn::MaxLanes(DF())] = {};
+  auto partial_corner_step = [corner_step](DF d, size_t first, size_t lanes, V g, const Element* row,
+                                           float* grad_row, V scale, V& acc) {
+    HWY_ALIGN Element row_lanes[hn::MaxLanes(DF())] = {};
     HWY_ALIGN float grad_row_lanes[hn::MaxLanes(DF())] = {};
-    std::memcpy(row_lanes, row + first, lanes * sizeof(float));
+    std::memcpy(row_lanes, row + first, lanes * sizeof(Element));
     std::memcpy(grad_row_lanes, grad_row + first, lanes * sizeof(float));
     corner_step(d, 0, g, row_lanes, grad_row_lanes, scale, acc);
     std::memcpy(grad_row + first, grad_row_lanes, lanes * sizeof(float));
@@ -395,15 +398,16 @@ void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, in
     std::memcpy(g_lanes, grad + first, lanes * sizeof(float));
     return hn::Load(d, g_lanes);
   };
+  const Element* value_rows = static_cast<const Element*>(rows);
   const DF d;
   int64_t c = 0;
   // corner_step stores, so it may go to CanonicalSums4 only where that calls it once per chunk for all four sums.
   for (; CanonicalSums4InOneWalk() && c + 4 <= count; c += 4) {
     const int64_t key0 = valid_keys[c], key1 = valid_keys[c + 1], key2 = valid_keys[c + 2], key3 = valid_keys[c + 3];
-    const float* row0 = rows + key0 * key_stride;
-    const float* row1 = rows + key1 * key_stride;
-    const float* row2 = rows + key2 * key_stride;
-    const float* row3 = rows + key3 * key_stride;
+    const Element* row0 = value_rows + key0 * key_stride;
+    const Element* row1 = value_rows + key1 * key_stride;
+    const Element* row2 = value_rows + key2 * key_stride;
+    const Element* row3 = value_rows + key3 * key_stride;
     float* grad_row0 = grad_rows + key0 * grad_key_stride;
     float* grad_row1 = grad_rows + key1 * grad_key_stride;
     float* grad_row2 = grad_rows + key2 * grad_key_stride;
@@ -432,7 +436,7 @@ void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, in
     for (int j = 0; j < 4; ++j) dots[valid.at[c + j]] = four[j];
   }
   for (; c < count; ++c) {
-    const float* row = rows + valid_keys[c] * key_stride;
+    const Element* row = value_rows + valid_keys[c] * key_stride;
     float* grad_row = grad_rows + valid_keys[c] * grad_key_stride;
     const V scale = hn::Set(d, valid.scale[c]);
     dots[valid.at[c]] = CanonicalSum(static_cast<size_t>(channels), [&](DF dj, V acc, size_t first, size_t lanes) {
@@ -447,17 +451,34 @@ void CornerBackwardT(const float* rows, int64_t key_stride, float* grad_rows, in
   }
 }
 
-void CornerBackward32(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+// value rows of `kind` (ValueRowKind): fp32, or FLOAT16/BFLOAT16 in place.
+template <class Key>
+void CornerBackwardOfKind(int kind, const void* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+                          const Key* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
+                          int64_t channels, const float* grad, float* dots) {
+  if (kind == kHalfRows) {
+    return CornerBackwardT<kHalfRows>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points,
+                                      stride, channels, grad, dots);
+  }
+  if (kind == kBFloat16Rows) {
+    return CornerBackwardT<kBFloat16Rows>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points,
+                                          stride, channels, grad, dots);
+  }
+  CornerBackwardT<kFloatRows>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride,
+                              channels, grad, dots);
+}
+
+void CornerBackward32(int kind, const void* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
                       const int32_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                       int64_t channels, const float* grad, float* dots) {
-  CornerBackwardT(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride, channels, grad,
-                  dots);
+  CornerBackwardOfKind(kind, rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride,
+                       channels, grad, dots);
 }
-void CornerBackward64(const float* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
+void CornerBackward64(int kind, const void* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
                       const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                       int64_t channels, const float* grad, float* dots) {
-  CornerBackwardT(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride, channels, grad,
-                  dots);
+  CornerBackwardOfKind(kind, rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride,
+                       channels, grad, dots);
 }
 
 // Per point: attn_grad = sum over corners of weight * dot; x_grad = attn * W * sum of d_dx * dot; y likewise with H,
@@ -916,7 +937,17 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   // value and the gradValue sums: compact fp32 planes (bs, nh, nk, c) in the workspace, or (few corner reads, FLOAT
   // with unit channel stride: see PlanBackwardWorkspace) the caller's tensors in place; absent when empty.
   const TensorDesc& grad_value = params.grad_value;
-  const RowTable<const float> value = ValueRows(params.in.value, s, aligned, params.workspace.value_copy);
+  // Without a copy (see PlanBackwardWorkspace) value is read in place, FLOAT16/BFLOAT16 rows widened in registers.
+  const int row_kind = params.workspace.value_copy >= 0      ? kFloatRows
+                       : params.in.value.dtype == ACL_FLOAT16 ? kHalfRows
+                       : params.in.value.dtype == ACL_BF16    ? kBFloat16Rows
+                                                              : kFloatRows;
+  const RowTable<const float> value = row_kind == kFloatRows
+                                          ? ValueRows(params.in.value, s, aligned, params.workspace.value_copy)
+                                          : RowTable<const float>{};
+  const RowTable<const uint16_t> value_bits =
+      row_kind == kFloatRows ? RowTable<const uint16_t>{} : InPlaceRows<const uint16_t>(params.in.value);
+  const int64_t value_key_stride = row_kind == kFloatRows ? value.key_stride : value_bits.key_stride;
   const bool sums_in_workspace = params.workspace.grad_value_sums >= 0;
   const bool sums_in_place = params.workspace.grad_value_in_place;
   const RowTable<float> sums = sums_in_workspace ? WorkspaceRows<float>(aligned, params.workspace.grad_value_sums, s)
@@ -970,14 +1001,16 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
           g = grad_row;
         }
         SampleRow(sampler, b, q, h, row.get(), true);
+        const void* rows = row_kind == kFloatRows ? static_cast<const void*>(value.Row(b, 0, h))
+                                                  : static_cast<const void*>(value_bits.Row(b, 0, h));
         if (sampler.fast) {
           HWY_DYNAMIC_DISPATCH(CornerBackward32)
-          (value.Row(b, 0, h), value.key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys32, row->weights,
+          (row_kind, rows, value_key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys32, row->weights,
            row->attn, row->count, row->stride, s.channels, g, row->dots);
         } else {
           HWY_DYNAMIC_DISPATCH(CornerBackward64)
-          (value.Row(b, 0, h), value.key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys, row->weights,
-           row->attn, row->count, row->stride, s.channels, g, row->dots);
+          (row_kind, rows, value_key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys, row->weights, row->attn,
+           row->count, row->stride, s.channels, g, row->dots);
         }
         HWY_DYNAMIC_DISPATCH(PointGradients)
         (row->weights, row->d_dx, row->d_dy, row->dots, row->attn, sampler.lanes, row->stride, row->attn_grad,

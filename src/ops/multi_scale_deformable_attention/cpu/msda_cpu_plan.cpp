@@ -81,9 +81,10 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   // fp32 copies: its tasks walk one (image, head) plane at a time, and in the caller's (bs, nk, nh, c) layout a
   // plane's rows lie nh * c floats apart, which crowds them into a fraction of the cache sets (measured ~15% slower
   // than copying, zeroing and converting these arrays). With few (a decoder's hundreds of queries over tens of
-  // thousands of keys) those passes over all of value and gradValue are most of the work, so a FLOAT value with
-  // unit channel stride is read in place and such a gradValue is zeroed and accumulated in place, each only if it
-  // shares no memory with the other side's tensors (a caller's aliasing must not change what is read).
+  // thousands of keys) those passes over all of value and gradValue are most of the work, so a value with unit
+  // channel stride is read in place (FLOAT16/BFLOAT16 rows widened in registers: FLOAT16 decoder 6.2 -> 4.7 ms) and
+  // a FLOAT gradValue with unit channel stride is zeroed and accumulated in place, each only if it shares no memory
+  // with the other side's tensors (a caller's aliasing must not change what is read).
   const MsdaShape& s = params.shape;
   WorkspacePlan plan;
   WorkspaceLayout layout;
@@ -98,7 +99,7 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   for (const TensorDesc* input : inputs) {
     grad_value_apart = grad_value_apart && !params.grad_value.MayShareMemoryWith(*input);
   }
-  if (elements > 0 && s.queries > 0 && (NeedsFloatCopy(params.in.value) || many_reads || !value_apart)) {
+  if (elements > 0 && s.queries > 0 && (params.in.value.strides[3] != 1 || many_reads || !value_apart)) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   if (elements > 0 && (NeedsFloatCopy(params.grad_value) || many_reads || !grad_value_apart)) {
