@@ -1002,31 +1002,35 @@ TEST(MsdaLimits, LargestAllowedSizes) {
   }
 }
 
-// An output that shares memory with value, with few corner reads per value row (where FLOAT tensors are otherwise
-// used in place): the results must be computed from value as it was, and they are, because value is then copied
-// first. (value is the input that the in-place paths would otherwise read while an output overwrites it.)
+// An output that shares memory with value, with few corner reads per value row (where a value with unit channel
+// stride is otherwise read in place, in every dtype): the results must be computed from value as it was, and they
+// are, because value is then copied first. (value is the input that the in-place paths would otherwise read while
+// an output overwrites it.)
 TEST(MsdaAliasing, OutputsSharingValueMemoryUseTheOriginalValue) {
   const Sizes z = {1, 2, 16, 5, 2, {{8, 9}, {4, 3}}};  // nk 84, nq 5: 160 corner reads for 168 value rows
-  const Problem p = MakeProblem(z, ACL_FLOAT, 8700);
-  CallConfig setup;
-  setup.dtype = ACL_FLOAT;
-  {
-    SCOPED_TRACE("forward: output over value's first elements");
-    DeviceProblem d(p, setup);
-    const optest::RawTensor out(p.OutShape(), ACL_FLOAT, d.value.data());
-    ASSERT_EQ(RunForward(d, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-    std::vector<double> actual = d.value.Read();
-    actual.resize(static_cast<size_t>(optest::NumElements(p.OutShape())));
-    ExpectForwardMatches(actual, p, ACL_FLOAT);
-  }
-  {
-    SCOPED_TRACE("backward: gradValue is value's memory");
-    DeviceProblem d(p, setup);
-    const optest::RawTensor grad_value(p.ValueShape(), ACL_FLOAT, d.value.data());
-    DeviceGradients grads(p, ACL_FLOAT);
-    ASSERT_EQ(RunBackward(d, grad_value.get(), grads.location.get(), grads.attn.get()), ACLNN_SUCCESS)
-        << optest::RecentErrorMessage();
-    ExpectBackwardMatches(d.value.Read(), grads.location.Read(), grads.attn.Read(), p, ACL_FLOAT);
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
+    SCOPED_TRACE(optest::DTypeName(dtype));
+    const Problem p = MakeProblem(z, dtype, 8700);
+    CallConfig setup;
+    setup.dtype = dtype;
+    {
+      SCOPED_TRACE("forward: output over value's first elements");
+      DeviceProblem d(p, setup);
+      const optest::RawTensor out(p.OutShape(), dtype, d.value.data());
+      ASSERT_EQ(RunForward(d, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+      std::vector<double> actual = d.value.Read();
+      actual.resize(static_cast<size_t>(optest::NumElements(p.OutShape())));
+      ExpectForwardMatches(actual, p, dtype);
+    }
+    {
+      SCOPED_TRACE("backward: gradValue is value's memory");
+      DeviceProblem d(p, setup);
+      const optest::RawTensor grad_value(p.ValueShape(), dtype, d.value.data());
+      DeviceGradients grads(p, dtype);
+      ASSERT_EQ(RunBackward(d, grad_value.get(), grads.location.get(), grads.attn.get()), ACLNN_SUCCESS)
+          << optest::RecentErrorMessage();
+      ExpectBackwardMatches(d.value.Read(), grads.location.Read(), grads.attn.Read(), p, dtype);
+    }
   }
 }
 
