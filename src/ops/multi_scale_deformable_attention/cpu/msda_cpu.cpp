@@ -274,25 +274,25 @@ void WeightedRowSumT(const void* rows, int64_t key_stride, const Key* keys, cons
   }
 }
 
-template <class Key>
-void WeightedRowSumOfKind(int kind, const void* rows, int64_t key_stride, const Key* keys, const float* weights,
-                          const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
-  if (kind == kHalfRows) {
-    return WeightedRowSumT<kHalfRows>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
-  }
-  if (kind == kBFloat16Rows) {
-    return WeightedRowSumT<kBFloat16Rows>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
-  }
-  WeightedRowSumT<kFloatRows>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+// Calls fn(std::integral_constant<int, kKind>{}) for the ValueRowKind `kind`.
+template <class Fn>
+HWY_INLINE void WithRowKind(int kind, Fn&& fn) {
+  if (kind == kHalfRows) return fn(std::integral_constant<int, kHalfRows>{});
+  if (kind == kBFloat16Rows) return fn(std::integral_constant<int, kBFloat16Rows>{});
+  fn(std::integral_constant<int, kFloatRows>{});
 }
 
 void WeightedRowSum32(int kind, const void* rows, int64_t key_stride, const int32_t* keys, const float* weights,
                       const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
-  WeightedRowSumOfKind(kind, rows, key_stride, keys, weights, attn, points, stride, channels, out);
+  WithRowKind(kind, [&](auto row_kind) {
+    WeightedRowSumT<decltype(row_kind)::value>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+  });
 }
 void WeightedRowSum64(int kind, const void* rows, int64_t key_stride, const int64_t* keys, const float* weights,
                       const float* attn, int64_t points, int64_t stride, int64_t channels, float* out) {
-  WeightedRowSumOfKind(kind, rows, key_stride, keys, weights, attn, points, stride, channels, out);
+  WithRowKind(kind, [&](auto row_kind) {
+    WeightedRowSumT<decltype(row_kind)::value>(rows, key_stride, keys, weights, attn, points, stride, channels, out);
+  });
 }
 
 // The corners of a row that have a key, in the order the backward walks them (points ascending, then k ascending):
@@ -452,33 +452,21 @@ void CornerBackwardT(const void* rows, int64_t key_stride, float* grad_rows, int
 }
 
 // value rows of `kind` (ValueRowKind): fp32, or FLOAT16/BFLOAT16 in place.
-template <class Key>
-void CornerBackwardOfKind(int kind, const void* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
-                          const Key* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
-                          int64_t channels, const float* grad, float* dots) {
-  if (kind == kHalfRows) {
-    return CornerBackwardT<kHalfRows>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points,
-                                      stride, channels, grad, dots);
-  }
-  if (kind == kBFloat16Rows) {
-    return CornerBackwardT<kBFloat16Rows>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points,
-                                          stride, channels, grad, dots);
-  }
-  CornerBackwardT<kFloatRows>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride,
-                              channels, grad, dots);
-}
-
 void CornerBackward32(int kind, const void* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
                       const int32_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                       int64_t channels, const float* grad, float* dots) {
-  CornerBackwardOfKind(kind, rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride,
-                       channels, grad, dots);
+  WithRowKind(kind, [&](auto row_kind) {
+    CornerBackwardT<decltype(row_kind)::value>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn,
+                                               points, stride, channels, grad, dots);
+  });
 }
 void CornerBackward64(int kind, const void* rows, int64_t key_stride, float* grad_rows, int64_t grad_key_stride,
                       const int64_t* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                       int64_t channels, const float* grad, float* dots) {
-  CornerBackwardOfKind(kind, rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn, points, stride,
-                       channels, grad, dots);
+  WithRowKind(kind, [&](auto row_kind) {
+    CornerBackwardT<decltype(row_kind)::value>(rows, key_stride, grad_rows, grad_key_stride, keys, weights, attn,
+                                               points, stride, channels, grad, dots);
+  });
 }
 
 // Per point: attn_grad = sum over corners of weight * dot; x_grad = attn * W * sum of d_dx * dot; y likewise with H,
@@ -821,6 +809,31 @@ RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, cha
   return copy.AsConst();
 }
 
+// value as the corner walks read it, an (image, head) plane at a time: fp32 rows (a FLOAT value in place, or the
+// workspace copy), or FLOAT16/BFLOAT16 rows in place, which the walks widen in registers.
+struct WalkRows {
+  int kind = kFloatRows;  // ValueRowKind
+  RowTable<const float> floats;
+  RowTable<const uint16_t> bits;
+  const void* Plane(int64_t b, int64_t h) const {
+    return kind == kFloatRows ? static_cast<const void*>(floats.Row(b, 0, h))
+                              : static_cast<const void*>(bits.Row(b, 0, h));
+  }
+  int64_t KeyStride() const { return kind == kFloatRows ? floats.key_stride : bits.key_stride; }
+};
+
+// The walks' rows of value: in place where the plan took no copy (copy_offset < 0), else ValueRows' copy.
+WalkRows ValueWalkRows(const TensorDesc& value, const MsdaShape& s, char* workspace, int64_t copy_offset) {
+  WalkRows rows;
+  if (copy_offset < 0 && (value.dtype == ACL_FLOAT16 || value.dtype == ACL_BF16)) {
+    rows.kind = value.dtype == ACL_FLOAT16 ? kHalfRows : kBFloat16Rows;
+    rows.bits = InPlaceRows<const uint16_t>(value);
+  } else {
+    rows.floats = ValueRows(value, s, workspace, copy_offset);
+  }
+  return rows;
+}
+
 // Address of row (b, q, h) of output / gradOutput.
 char* HeadRowAddress(const HeadRows& rows, int64_t b, int64_t q, int64_t h) {
   return rows.desc.ElementAt(HeadRowElement(rows, b, q, h, 0));
@@ -854,18 +867,8 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
       plane_tasks ? WorkspaceRows<float>(aligned, params.workspace.value_copy, s) : RowTable<float>{};
   // Without a copy (few corner reads, unit channel stride: see PlanForwardWorkspace) the walk reads value in place,
   // FLOAT16/BFLOAT16 rows widened in registers (exact, so the same sums as from a copy).
-  const bool in_place = params.workspace.value_copy < 0;
-  const int row_kind = !in_place                              ? kFloatRows
-                       : params.in.value.dtype == ACL_FLOAT16 ? kHalfRows
-                       : params.in.value.dtype == ACL_BF16    ? kBFloat16Rows
-                                                              : kFloatRows;
-  const RowTable<const float> value =
-      plane_tasks ? value_plane.AsConst()
-      : row_kind == kFloatRows ? ValueRows(params.in.value, s, aligned, params.workspace.value_copy)
-                               : RowTable<const float>{};
-  const RowTable<const uint16_t> value_bits =
-      row_kind == kFloatRows ? RowTable<const uint16_t>{} : InPlaceRows<const uint16_t>(params.in.value);
-  const int64_t value_key_stride = row_kind == kFloatRows ? value.key_stride : value_bits.key_stride;
+  const WalkRows value = plane_tasks ? WalkRows{kFloatRows, value_plane.AsConst(), {}}
+                                     : ValueWalkRows(params.in.value, s, aligned, params.workspace.value_copy);
   const HeadRows& out = params.output;
   // An output with unit channel stride too large to stay in cache is summed on the stack and written with
   // non-temporal stores (its lines are then not read first): FLOAT16/BFLOAT16 always, FLOAT with plane tasks, where
@@ -902,16 +905,14 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
         if (touched.enabled()) touched.Touch(*row, sampler.fast, fill);
         char* dst = HeadRowAddress(out, b, q, h);
         float* sums = out_in_place ? reinterpret_cast<float*>(dst) : out_row;
-        const void* rows = row_kind == kFloatRows ? static_cast<const void*>(value.Row(b, 0, h))
-                                                  : static_cast<const void*>(value_bits.Row(b, 0, h));
         if (sampler.fast) {
           HWY_DYNAMIC_DISPATCH(WeightedRowSum32)
-          (row_kind, rows, value_key_stride, row->keys32, row->weights, row->attn, row->count, row->stride,
-           s.channels, sums);
+          (value.kind, value.Plane(b, h), value.KeyStride(), row->keys32, row->weights, row->attn, row->count,
+           row->stride, s.channels, sums);
         } else {
           HWY_DYNAMIC_DISPATCH(WeightedRowSum64)
-          (row_kind, rows, value_key_stride, row->keys, row->weights, row->attn, row->count, row->stride, s.channels,
-           sums);
+          (value.kind, value.Plane(b, h), value.KeyStride(), row->keys, row->weights, row->attn, row->count,
+           row->stride, s.channels, sums);
         }
         if (!out_in_place) {
           StoreOrStreamFromFloat(out_row, out.desc.dtype, dst, out.channel_stride, s.channels, stream_out);
@@ -938,16 +939,7 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
   // with unit channel stride: see PlanBackwardWorkspace) the caller's tensors in place; absent when empty.
   const TensorDesc& grad_value = params.grad_value;
   // Without a copy (see PlanBackwardWorkspace) value is read in place, FLOAT16/BFLOAT16 rows widened in registers.
-  const int row_kind = params.workspace.value_copy >= 0      ? kFloatRows
-                       : params.in.value.dtype == ACL_FLOAT16 ? kHalfRows
-                       : params.in.value.dtype == ACL_BF16    ? kBFloat16Rows
-                                                              : kFloatRows;
-  const RowTable<const float> value = row_kind == kFloatRows
-                                          ? ValueRows(params.in.value, s, aligned, params.workspace.value_copy)
-                                          : RowTable<const float>{};
-  const RowTable<const uint16_t> value_bits =
-      row_kind == kFloatRows ? RowTable<const uint16_t>{} : InPlaceRows<const uint16_t>(params.in.value);
-  const int64_t value_key_stride = row_kind == kFloatRows ? value.key_stride : value_bits.key_stride;
+  const WalkRows value = ValueWalkRows(params.in.value, s, aligned, params.workspace.value_copy);
   const bool sums_in_workspace = params.workspace.grad_value_sums >= 0;
   const bool sums_in_place = params.workspace.grad_value_in_place;
   const RowTable<float> sums = sums_in_workspace ? WorkspaceRows<float>(aligned, params.workspace.grad_value_sums, s)
@@ -1001,16 +993,14 @@ aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace) {
           g = grad_row;
         }
         SampleRow(sampler, b, q, h, row.get(), true);
-        const void* rows = row_kind == kFloatRows ? static_cast<const void*>(value.Row(b, 0, h))
-                                                  : static_cast<const void*>(value_bits.Row(b, 0, h));
         if (sampler.fast) {
           HWY_DYNAMIC_DISPATCH(CornerBackward32)
-          (row_kind, rows, value_key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys32, row->weights,
-           row->attn, row->count, row->stride, s.channels, g, row->dots);
+          (value.kind, value.Plane(b, h), value.KeyStride(), sums.Row(b, 0, h), sums.key_stride, row->keys32,
+           row->weights, row->attn, row->count, row->stride, s.channels, g, row->dots);
         } else {
           HWY_DYNAMIC_DISPATCH(CornerBackward64)
-          (row_kind, rows, value_key_stride, sums.Row(b, 0, h), sums.key_stride, row->keys, row->weights, row->attn,
-           row->count, row->stride, s.channels, g, row->dots);
+          (value.kind, value.Plane(b, h), value.KeyStride(), sums.Row(b, 0, h), sums.key_stride, row->keys,
+           row->weights, row->attn, row->count, row->stride, s.channels, g, row->dots);
         }
         HWY_DYNAMIC_DISPATCH(PointGradients)
         (row->weights, row->d_dx, row->d_dy, row->dots, row->attn, sampler.lanes, row->stride, row->attn_grad,
