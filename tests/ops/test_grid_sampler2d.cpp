@@ -566,31 +566,40 @@ INSTANTIATE_TEST_SUITE_P(GridSampler2D, GridSamplerLayouts, testing::ValuesIn(kD
                            return std::string(optest::DTypeName(param_info.param));
                          });
 
+// The cases of the streamed-store tests: FLOAT with 33 channels, FLOAT16 and BFLOAT16 with 66 (the same bytes, just
+// past 8 MiB for the shapes below), each with the output contiguous (aligned) and padded (an element offset).
+template <class Check>
+void ForEachStreamedStoreCase(Check&& check) {
+  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
+    const int64_t channels = dtype == ACL_FLOAT ? 33 : 66;
+    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
+      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + optest::LayoutName(layout));
+      check(dtype, channels, layout);
+    }
+  }
+}
+
 // An inputGrad of 8 MiB or more is written with non-temporal stores (vector-aligned middle, scalar head and tail):
 // the same values as any other way, aligned (contiguous) or not (padded: an element offset), in FLOAT, FLOAT16 and
 // BFLOAT16.
 TEST(GridSampler2DLargeInputGrad, StreamedStoresMatchReference) {
   const Modes m{kBilinear, kZeros, false};
   const BoolArray both({true, true});
-  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
-    const int64_t channels = dtype == ACL_FLOAT ? 33 : 66;
+  ForEachStreamedStoreCase([&](aclDataType dtype, int64_t channels, Layout layout) {
     const ref::GridSamplerShape shape = {1, channels, 256, 256, 48, 40};  // inputGrad 8.25 MiB
-    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
-      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + optest::LayoutName(layout));
-      const Problem p = MakeProblem(shape, dtype, m.align_corners, 5100);
-      DeviceProblem d(p, dtype);
-      DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), dtype, layout);
-      DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), dtype, Layout::kContiguous);
-      ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(),
-                            grid_grad.get()),
-                ACLNN_SUCCESS)
-          << optest::RecentErrorMessage();
-      ExpectInputGradMatches(input_grad.Read(), p, m, dtype);
-      ExpectGridGradMatches(grid_grad.Read(), p, m, dtype);
-      EXPECT_EQ(input_grad.CheckGuards(), "");
-      EXPECT_EQ(grid_grad.CheckGuards(), "");
-    }
-  }
+    const Problem p = MakeProblem(shape, dtype, m.align_corners, 5100);
+    DeviceProblem d(p, dtype);
+    DeviceTensor input_grad = DeviceTensor::Output(p.InputShape(), dtype, layout);
+    DeviceTensor grid_grad = DeviceTensor::Output(p.GridShape(), dtype, Layout::kContiguous);
+    ASSERT_EQ(RunBackward(d.grad_output.get(), d.input.get(), d.grid.get(), m, both.get(), input_grad.get(),
+                          grid_grad.get()),
+              ACLNN_SUCCESS)
+        << optest::RecentErrorMessage();
+    ExpectInputGradMatches(input_grad.Read(), p, m, dtype);
+    ExpectGridGradMatches(grid_grad.Read(), p, m, dtype);
+    EXPECT_EQ(input_grad.CheckGuards(), "");
+    EXPECT_EQ(grid_grad.CheckGuards(), "");
+  });
 }
 
 // An output of 8 MiB or more with unit stride along W is written with non-temporal stores too, a tile's row pieces
@@ -598,19 +607,15 @@ TEST(GridSampler2DLargeInputGrad, StreamedStoresMatchReference) {
 // values, contiguous or padded, in FLOAT, FLOAT16 and BFLOAT16.
 TEST(GridSampler2DLargeOutput, StreamedStoresMatchReference) {
   const Modes m{kBilinear, kZeros, false};
-  for (aclDataType dtype : {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}) {
-    const int64_t channels = dtype == ACL_FLOAT ? 33 : 66;
+  ForEachStreamedStoreCase([&](aclDataType dtype, int64_t channels, Layout layout) {
     const ref::GridSamplerShape shape = {1, channels, 64, 64, 200, 330};  // out 8.3 MiB
-    for (Layout layout : {Layout::kContiguous, Layout::kPadded}) {
-      SCOPED_TRACE(std::string(optest::DTypeName(dtype)) + " " + optest::LayoutName(layout));
-      const Problem p = MakeProblem(shape, dtype, m.align_corners, 5150);
-      DeviceProblem d(p, dtype);
-      DeviceTensor out = DeviceTensor::Output(p.OutShape(), dtype, layout);
-      ASSERT_EQ(RunForward(d.input.get(), d.grid.get(), m, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-      ExpectForwardMatches(out.Read(), p, m, dtype);
-      EXPECT_EQ(out.CheckGuards(), "");
-    }
-  }
+    const Problem p = MakeProblem(shape, dtype, m.align_corners, 5150);
+    DeviceProblem d(p, dtype);
+    DeviceTensor out = DeviceTensor::Output(p.OutShape(), dtype, layout);
+    ASSERT_EQ(RunForward(d.input.get(), d.grid.get(), m, out.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    ExpectForwardMatches(out.Read(), p, m, dtype);
+    EXPECT_EQ(out.CheckGuards(), "");
+  });
 }
 
 // The fp32 forward copies its input a pass of images at a time (as many as fit in 8 MiB of blocked copy): with
