@@ -428,6 +428,23 @@ TEST(StoreFromFloatTest, TwoMillionRandomFloats) {
   CheckStoreOnEveryTarget(Format::kBFloat16, values);
 }
 
+// Every bf16 rounding neighbourhood: each of the 65536 upper halves of a float with low halves 0x0000, 0x0001,
+// 0x7FFF, 0x8000 (the tie), 0x8001, 0xFFFF and random ones. The upper halves are spread (an odd multiplier) so
+// that about one vector of 16 lanes in 16 mixes a float subnormal with normal, Inf or NaN lanes: on AVX-512 CPUs
+// with AVX512_BF16 such vectors keep the integer rounding while the others take VCVTNEPS2BF16, which reads
+// subnormals as zero (pacl/float_vectors-inl.h).
+TEST(StoreFromFloatTest, EveryBFloat16NeighbourhoodInMixedVectors) {
+  std::mt19937 rng(7);
+  std::vector<uint32_t> low_halves = {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu};
+  while (low_halves.size() < 24) low_halves.push_back(rng() & 0xFFFFu);
+  std::vector<float> values;
+  values.reserve(65536 * low_halves.size());
+  for (uint32_t low : low_halves) {
+    for (uint32_t i = 0; i < 65536; ++i) values.push_back(BitsFloat((((i * 40503u) & 0xFFFFu) << 16) | low));
+  }
+  CheckStoreOnEveryTarget(Format::kBFloat16, values);
+}
+
 // Strided destinations: every element lands at its place, the gaps between them and the guards stay untouched.
 template <class Storage>
 void CheckStridedStore(Format f, int64_t stride, int64_t n, const std::vector<float>& input) {

@@ -16,8 +16,32 @@
 //   Highway 1.0.3's emulated DemoteTo truncates, so it is not used.
 // - bf16 <-> fp32: widening is a 16-bit shift (exact). Narrowing rounds to nearest even with integer arithmetic
 //   (bits + 0x7FFF + lowest kept bit, then >> 16); Highway 1.0.3's DemoteTo to bf16 truncates, so it is not used.
+//   On AVX-512 CPUs with AVX512_BF16 (Zen 4, Cooper Lake, Sapphire Rapids) a vector of 16 or 8 lanes takes
+//   VCVTNEPS2BF16 instead, one instruction for the nine: it rounds the same way and quiets NaN the same way, but
+//   reads subnormal inputs as zero, so a vector with a subnormal lane keeps the integer arithmetic (the same bits
+//   either way). Highway 1.0.3 has no target with the instruction, so it is inline assembly, used where CPUID says
+//   the CPU has it.
 // - NaN stays NaN with its sign and top payload bits, and is made quiet, in every direction; every target gives
 //   the same bits for every input (the tests compare all targets against each other).
+// Once per translation unit (not per target).
+#ifndef PACL_FLOAT_VECTORS_ONCE_H_
+#define PACL_FLOAT_VECTORS_ONCE_H_
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+namespace pacl {
+// Whether the CPU has AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5), read once.
+inline bool CpuHasAvx512BFloat16() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (eax & (1u << 5)) != 0;
+  }();
+  return has;
+}
+}  // namespace pacl
+#endif
+#endif  // PACL_FLOAT_VECTORS_ONCE_H_
+
 #if defined(PACL_FLOAT_VECTORS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef PACL_FLOAT_VECTORS_INL_H_
 #undef PACL_FLOAT_VECTORS_INL_H_
@@ -160,10 +184,36 @@ HWY_INLINE VU RoundedBFloat16Bits(VU bits) {
   return hn::ShiftRight<16>(hn::Add(bits, rounding));
 }
 
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && (defined(__GNUC__) || defined(__clang__))
+#define PACL_CONVERT_HAVE_BF16_INSTRUCTION 1
+// VCVTNEPS2BF16 of a vector without subnormal lanes (fpclass 0x20), into *bits; false, and *bits untouched,
+// where the CPU lacks the instruction or a lane is subnormal.
+HWY_INLINE bool InstructionBFloat16Bits(__m512 value, __m256i* bits) {
+  if (!CpuHasAvx512BFloat16() || _mm512_fpclass_ps_mask(value, 0x20) != 0) return false;
+  asm("vcvtneps2bf16 %1, %0" : "=v"(*bits) : "v"(value));
+  return true;
+}
+HWY_INLINE bool InstructionBFloat16Bits(__m256 value, __m128i* bits) {
+  if (!CpuHasAvx512BFloat16() || _mm256_fpclass_ps_mask(value, 0x20) != 0) return false;
+  asm("vcvtneps2bf16 %1, %0" : "=v"(*bits) : "v"(value));
+  return true;
+}
+template <class Raw, class BitsRaw>
+HWY_INLINE bool InstructionBFloat16Bits(Raw, BitsRaw*) {
+  return false;  // vectors of 4 lanes or fewer
+}
+#else
+#define PACL_CONVERT_HAVE_BF16_INSTRUCTION 0
+#endif
+
 // fp32 -> bf16 bits, round to nearest even; NaN made quiet.
 template <class DF>
 HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> FloatToBFloat16Bits(DF df, hn::Vec<DF> value) {
   const hn::Rebind<uint16_t, DF> du16;
+#if PACL_CONVERT_HAVE_BF16_INSTRUCTION
+  hn::Vec<hn::Rebind<uint16_t, DF>> converted;
+  if (InstructionBFloat16Bits(value.raw, &converted.raw)) return converted;
+#endif
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
   const auto bits = hn::BitCast(du, value);
@@ -178,6 +228,10 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> FloatToBFloat16Bits(DF df, hn::Vec<
 // (a NaN lane gives an unspecified value).
 template <class DF>
 HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> NonNaNFloatToBFloat16Bits(DF df, hn::Vec<DF> value) {
+#if PACL_CONVERT_HAVE_BF16_INSTRUCTION
+  hn::Vec<hn::Rebind<uint16_t, DF>> converted;
+  if (InstructionBFloat16Bits(value.raw, &converted.raw)) return converted;
+#endif
   const hn::RebindToUnsigned<DF> du;
   const auto rounded = RoundedBFloat16Bits(hn::BitCast(du, value));
   (void)df;
@@ -185,6 +239,7 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> NonNaNFloatToBFloat16Bits(DF df, hn
 }
 
 #undef PACL_CONVERT_HAVE_F16C
+#undef PACL_CONVERT_HAVE_BF16_INSTRUCTION
 
 }  // namespace HWY_NAMESPACE
 }  // namespace pacl
