@@ -951,20 +951,25 @@ TEST(ScaledMaskedSoftmaxValues, NegativeScalesAndLargeLogits) {
 }
 
 // Non-finite unmasked logits: a NaN or +Inf makes its whole row NaN (as in PyTorch and the float64 reference),
-// a -Inf gives its element exactly 0 and leaves the rest of the row a softmax; the same on every instruction set.
+// a -Inf gives its element exactly 0 and leaves the rest of the row a softmax, a row of -Inf alone (nothing
+// masked) is NaN (exp(-inf - -inf)); the same on every instruction set.
 TEST(ScaledMaskedSoftmaxValues, NonFiniteUnmaskedLogits) {
   const Dims d = MakeDims(1, 2, 6, 37, MaskForm::kShared);
   std::mt19937_64 rng(9400);
   std::vector<double> mask_values = RandomMask(rng, d);
-  for (int64_t j = 0; j < d.S2; ++j) mask_values[static_cast<size_t>(j)] = 0;  // row s1 = 0: nothing masked
+  for (int64_t j = 0; j < d.S2; ++j) {
+    mask_values[static_cast<size_t>(j)] = 0;           // row s1 = 0: nothing masked
+    mask_values[static_cast<size_t>(4 * d.S2 + j)] = 0;  // row s1 = 4 too
+  }
   for (aclDataType dtype : kFloatDTypes) {
     SCOPED_TRACE(optest::DTypeName(dtype));
     std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), -4.0, 4.0, dtype);
     // In each row: s1 = 0 a NaN, s1 = 1 a +Inf, s1 = 2 a -Inf, s1 = 3 a NaN and a -Inf, all at unmasked places
-    // (placed on the first unmasked element after a random start); rows s1 = 4, 5 stay finite.
+    // (placed on the first unmasked element after a random start); s1 = 4 all -Inf; s1 = 5 stays finite.
     const double specials[4][2] = {{NAN, 0}, {INFINITY, 0}, {-INFINITY, 0}, {NAN, -INFINITY}};
     for (int64_t row = 0; row < d.B * d.N * d.S1; ++row) {
       const int64_t s1 = row % d.S1;
+      if (s1 == 4) std::fill_n(x_values.begin() + row * d.S2, d.S2, -INFINITY);
       if (s1 >= 4) continue;
       int64_t placed = 0;
       for (int64_t j = static_cast<int64_t>(rng() % 7); j < d.S2 && placed < 2; j += 3) {
@@ -985,7 +990,7 @@ TEST(ScaledMaskedSoftmaxValues, NonFiniteUnmaskedLogits) {
       const int64_t s1 = row % d.S1;
       for (int64_t j = 0; j < d.S2; ++j) {
         const size_t at = static_cast<size_t>(row * d.S2 + j);
-        if (s1 == 0 || s1 == 1 || s1 == 3) {
+        if (s1 == 0 || s1 == 1 || s1 == 3 || s1 == 4) {
           EXPECT_TRUE(std::isnan(got[at])) << "row " << row << " element " << j << ": " << got[at];
           EXPECT_TRUE(std::isnan(expected[at]));
         } else if (x_values[at] == -INFINITY) {
