@@ -29,15 +29,16 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 namespace pacl {
-// Whether the CPU has AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5), read once.
-inline bool CpuHasAvx512BFloat16() {
-  static const bool has = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    return (eax & (1u << 5)) != 0;
-  }();
-  return has;
+// Whether the CPU has AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5).
+inline bool DetectAvx512BFloat16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (eax & (1u << 5)) != 0;
 }
+// Read once as the library loads, so that each converted vector tests a plain bool (a function-local static added
+// a guard test per vector). Read before its initialisation (from another static initialiser) it is false: the
+// integer rounding, with the same bits.
+inline const bool kCpuHasAvx512BFloat16 = DetectAvx512BFloat16();
 }  // namespace pacl
 #endif
 #endif  // PACL_FLOAT_VECTORS_ONCE_H_
@@ -189,12 +190,12 @@ HWY_INLINE VU RoundedBFloat16Bits(VU bits) {
 // VCVTNEPS2BF16 of a vector without subnormal lanes (fpclass 0x20), into *bits; false, and *bits untouched,
 // where the CPU lacks the instruction or a lane is subnormal.
 HWY_INLINE bool InstructionBFloat16Bits(__m512 value, __m256i* bits) {
-  if (!CpuHasAvx512BFloat16() || _mm512_fpclass_ps_mask(value, 0x20) != 0) return false;
+  if (!kCpuHasAvx512BFloat16 || _mm512_fpclass_ps_mask(value, 0x20) != 0) return false;
   asm("vcvtneps2bf16 %1, %0" : "=v"(*bits) : "v"(value));
   return true;
 }
 HWY_INLINE bool InstructionBFloat16Bits(__m256 value, __m128i* bits) {
-  if (!CpuHasAvx512BFloat16() || _mm256_fpclass_ps_mask(value, 0x20) != 0) return false;
+  if (!kCpuHasAvx512BFloat16 || _mm256_fpclass_ps_mask(value, 0x20) != 0) return false;
   asm("vcvtneps2bf16 %1, %0" : "=v"(*bits) : "v"(value));
   return true;
 }
