@@ -950,58 +950,70 @@ TEST(ScaledMaskedSoftmaxValues, NegativeScalesAndLargeLogits) {
   }
 }
 
-// Causal rows (each row's unmasked part a prefix, of every length from none to all, ending inside and at the edge of
-// a vector, with a partial last vector): the masked suffix is exactly +0 when the unmasked logits are ordinary, a
-// visible share when they lie just above the masked fill (so that exp(-10000 - max) does not underflow), and NaN
-// when the row holds a NaN logit; every dtype, contiguous and transposed rows.
-TEST(ScaledMaskedSoftmaxValues, CausalRowsEndInZerosOrTheirShare) {
+// Rows masked by runs (each row's unmasked part a prefix, of every length from none to all, ending inside and at the
+// edge of a vector, with a partial last vector; then the same rows reversed, the masked run first): the masked
+// elements are exactly +0 when the unmasked logits are ordinary, a visible share when they lie just above the masked
+// fill (so that exp(-10000 - max) does not underflow), most of the row when they lie below it (the fill is the max),
+// and NaN when the row holds a NaN logit; every dtype, contiguous and transposed rows.
+TEST(ScaledMaskedSoftmaxValues, MaskedRunsAreZerosOrTheirShare) {
   const Dims d = MakeDims(1, 2, 72, 70, MaskForm::kShared);
-  std::vector<double> mask_values(static_cast<size_t>(optest::NumElements(d.MaskShape())));
-  for (int64_t s1 = 0; s1 < d.S1; ++s1) {
-    for (int64_t j = 0; j < d.S2; ++j) mask_values[static_cast<size_t>(s1 * d.S2 + j)] = j >= s1 ? 1.0 : 0.0;
-  }
   struct Case {
     const char* name;
     double lo, hi;
     bool nan_in_row_5;
+    bool masked_share;  // whether a masked element's share of its row is above 0 (else exactly 0)
   };
-  const Case cases[] = {{"ordinary logits", -4.0, 4.0, false},
-                        {"logits just above the fill", -9985.0, -9975.0, false},
-                        {"a NaN logit in row 5", -4.0, 4.0, true}};
+  const Case cases[] = {{"ordinary logits", -4.0, 4.0, false, false},
+                        {"logits just above the fill", -9985.0, -9975.0, false, true},
+                        {"logits below the fill", -10030.0, -10010.0, false, true},
+                        {"a NaN logit in row 5", -4.0, 4.0, true, false}};
   uint64_t seed = 9600;
-  for (const Case& c : cases) {
-    for (aclDataType dtype : kFloatDTypes) {
-      for (Layout layout : {Layout::kContiguous, Layout::kTransposed}) {
-        SCOPED_TRACE(std::string(c.name) + ", " + optest::DTypeName(dtype) +
-                     (layout == Layout::kTransposed ? ", transposed" : ""));
-        std::mt19937_64 rng(++seed);
-        std::vector<double> x_values = optest::RandomValues(rng, optest::NumElements(d.Shape()), c.lo, c.hi, dtype);
-        if (c.nan_in_row_5) {
-          for (int64_t n = 0; n < d.N; ++n) x_values[static_cast<size_t>((n * d.S1 + 5) * d.S2 + 3)] = NAN;
-        }
-        DeviceTensor x(d.Shape(), dtype, layout, x_values);
-        DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
-        DeviceTensor y = DeviceTensor::Output(d.Shape(), dtype, layout);
-        ASSERT_EQ(RunForward(x.get(), mask.get(), 1.0, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-        const std::vector<double> got = y.Read();
-        if (!c.nan_in_row_5) ExpectForwardMatches(got, x_values, mask_values, d, 1.0, dtype);
-        const std::vector<double> expected = ReferenceForward(x_values, mask_values, d, 1.0);
-        int failures = 0;
-        for (int64_t row = 0; row < d.Rows() && failures < 10; ++row) {
-          const int64_t s1 = row % d.S1;
-          for (int64_t j = s1; j < d.S2 && s1 > 0 && failures < 10; ++j) {
-            const double a = got[static_cast<size_t>(row * d.S2 + j)];
-            const double e = expected[static_cast<size_t>(row * d.S2 + j)];
-            bool ok = false;
-            if (c.nan_in_row_5 && s1 == 5) {
-              ok = std::isnan(a);
-            } else if (c.lo > -100.0) {
-              ok = e == 0.0 && a == 0.0 && !std::signbit(a);
-            } else {
-              ok = e > 0.0 && (dtype != ACL_FLOAT || a > 0.0);  // the share is about 1e-11: fp32 keeps it
+  for (bool causal : {true, false}) {
+    // causal: row s1 keeps its first s1 elements; reversed: its last s1.
+    std::vector<double> mask_values(static_cast<size_t>(optest::NumElements(d.MaskShape())));
+    for (int64_t s1 = 0; s1 < d.S1; ++s1) {
+      for (int64_t j = 0; j < d.S2; ++j) {
+        const bool kept = causal ? j < s1 : j >= d.S2 - s1;
+        mask_values[static_cast<size_t>(s1 * d.S2 + j)] = kept ? 0.0 : 1.0;
+      }
+    }
+    for (const Case& c : cases) {
+      for (aclDataType dtype : kFloatDTypes) {
+        for (Layout layout : {Layout::kContiguous, Layout::kTransposed}) {
+          SCOPED_TRACE(std::string(causal ? "causal, " : "reversed, ") + c.name + ", " + optest::DTypeName(dtype) +
+                       (layout == Layout::kTransposed ? ", transposed" : ""));
+          std::mt19937_64 rng(++seed);
+          std::vector<double> x_values =
+              optest::RandomValues(rng, optest::NumElements(d.Shape()), c.lo, c.hi, dtype);
+          if (c.nan_in_row_5) {  // on an unmasked element of row 5 in both patterns
+            const int64_t j = causal ? 3 : d.S2 - 3;
+            for (int64_t n = 0; n < d.N; ++n) x_values[static_cast<size_t>((n * d.S1 + 5) * d.S2 + j)] = NAN;
+          }
+          DeviceTensor x(d.Shape(), dtype, layout, x_values);
+          DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, mask_values);
+          DeviceTensor y = DeviceTensor::Output(d.Shape(), dtype, layout);
+          ASSERT_EQ(RunForward(x.get(), mask.get(), 1.0, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+          const std::vector<double> got = y.Read();
+          if (!c.nan_in_row_5) ExpectForwardMatches(got, x_values, mask_values, d, 1.0, dtype);
+          const std::vector<double> expected = ReferenceForward(x_values, mask_values, d, 1.0);
+          int failures = 0;
+          for (int64_t row = 0; row < d.Rows() && failures < 10; ++row) {
+            const int64_t s1 = row % d.S1;
+            for (int64_t j = 0; j < d.S2 && s1 > 0 && failures < 10; ++j) {
+              if (mask_values[static_cast<size_t>(s1 * d.S2 + j)] == 0) continue;
+              const double a = got[static_cast<size_t>(row * d.S2 + j)];
+              const double e = expected[static_cast<size_t>(row * d.S2 + j)];
+              bool ok = false;
+              if (c.nan_in_row_5 && s1 == 5) {
+                ok = std::isnan(a);
+              } else if (!c.masked_share) {
+                ok = e == 0.0 && a == 0.0 && !std::signbit(a);
+              } else {
+                ok = e > 0.0 && (dtype != ACL_FLOAT || a > 0.0);  // fp32 keeps even a share of about 1e-11
+              }
+              if (!ok) ++failures;
+              EXPECT_TRUE(ok) << Where(d, row * d.S2 + j) << ": " << a << ", reference " << e;
             }
-            if (!ok) ++failures;
-            EXPECT_TRUE(ok) << Where(d, row * d.S2 + j) << ": " << a << ", reference " << e;
           }
         }
       }
