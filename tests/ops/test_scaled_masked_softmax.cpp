@@ -714,13 +714,31 @@ std::vector<uint8_t> BackwardBytes(aclDataType dtype) {
 }
 
 // The forward on the backward's random gradOutput as x (a transposed view) and its mask.
+// The forward twice: random masks on transposed rows, then masked runs (of every length modulo 16, at both ends of
+// each row: the sums that leave them out must start where every target starts them) on contiguous rows.
 std::vector<uint8_t> ForwardBytes(aclDataType dtype) {
-  const BackwardData data = MakeBackwardData(kDeterminismDims, dtype, kDeterminismScale, 8100);
-  DeviceTensor x(kDeterminismDims.Shape(), dtype, Layout::kTransposed, data.dy);
-  DeviceTensor mask(kDeterminismDims.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
-  DeviceTensor y = DeviceTensor::Output(kDeterminismDims.Shape(), dtype, Layout::kContiguous);
+  const Dims& d = kDeterminismDims;
+  const BackwardData data = MakeBackwardData(d, dtype, kDeterminismScale, 8100);
+  DeviceTensor x(d.Shape(), dtype, Layout::kTransposed, data.dy);
+  DeviceTensor mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, data.mask);
+  DeviceTensor y = DeviceTensor::Output(d.Shape(), dtype, Layout::kContiguous);
   EXPECT_EQ(RunForward(x.get(), mask.get(), kDeterminismScale, y.get()), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-  return y.ReadBytes();
+  std::vector<uint8_t> bytes = y.ReadBytes();
+
+  std::vector<double> runs(data.mask.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const int64_t j = static_cast<int64_t>(i) % d.S2;
+    const int64_t row = static_cast<int64_t>(i) / d.S2;
+    runs[i] = j < (row * 37) % 300 || j >= d.S2 - (row * 53) % 400 ? 1.0 : 0.0;
+  }
+  DeviceTensor x_rows(d.Shape(), dtype, Layout::kContiguous, data.dy);
+  DeviceTensor run_mask(d.MaskShape(), ACL_BOOL, Layout::kContiguous, runs);
+  DeviceTensor y_rows = DeviceTensor::Output(d.Shape(), dtype, Layout::kContiguous);
+  EXPECT_EQ(RunForward(x_rows.get(), run_mask.get(), kDeterminismScale, y_rows.get()), ACLNN_SUCCESS)
+      << optest::RecentErrorMessage();
+  const std::vector<uint8_t> run_bytes = y_rows.ReadBytes();
+  bytes.insert(bytes.end(), run_bytes.begin(), run_bytes.end());
+  return bytes;
 }
 
 // Forward and backward outputs in every dtype, one after the other.
