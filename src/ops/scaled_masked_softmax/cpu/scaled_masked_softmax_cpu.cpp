@@ -370,8 +370,8 @@ HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8
   // AVX-512 without these two instructions in this loop (not explained; the same loop without them and with a
   // prefetch was as slow), while FLOAT16/BFLOAT16 rows (bound by arithmetic) gain 4-6% without them.
   // A vector of masked lanes alone is the fill without arithmetic (the fill joins the max once, after the loop); its
-  // x is prefetched although never used: without that, the rows' reads stop being one stream and the forward took
-  // 1.6-1.7x as long.
+  // x is prefetched into L1 although never used: without that (or with a prefetch into L2 only) the rows' reads stop
+  // being one stream and the forward took 1.6-1.7x as long.
   VF vmax = neg_inf;
   MF nan_lanes = hn::FirstN(d, 0);
   size_t unmasked_end = 0;  // the end of the last vector with an unmasked lane: only masked lanes after it
