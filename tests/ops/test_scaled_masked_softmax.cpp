@@ -713,9 +713,9 @@ std::vector<uint8_t> BackwardBytes(aclDataType dtype) {
   return out.ReadBytes();
 }
 
-// The forward on the backward's random gradOutput as x (a transposed view) and its mask.
-// The forward twice: random masks on transposed rows, then masked runs (of every length modulo 16, at both ends of
-// each row: the sums that leave them out must start where every target starts them) on contiguous rows.
+// The forward twice on the backward's random gradOutput as x: as a transposed view with its random mask, then on
+// contiguous rows masked by runs at both ends (of every length modulo 16: the sums that leave out a row's masked
+// end must stop where every target stops them).
 std::vector<uint8_t> ForwardBytes(aclDataType dtype) {
   const Dims& d = kDeterminismDims;
   const BackwardData data = MakeBackwardData(d, dtype, kDeterminismScale, 8100);
