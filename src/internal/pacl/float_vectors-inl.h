@@ -70,7 +70,9 @@ inline constexpr int kVectorRegisters = 32;
 // kCount vectors of tag D, indexed by number: the sums a kernel keeps in registers across a loop. Highway's SVE
 // vectors are sizeless types, which cannot be array elements or class members, so on scalable targets their lanes
 // live in an aligned buffer (loaded and stored around each use); elsewhere this is an array of vectors, which the
-// compiler keeps in registers once the loops over the index are unrolled (the same code as a plain array).
+// compiler keeps in registers once the loops over the index are unrolled (the same code as a plain array). GCC does
+// not always unroll them by itself (a loop holding a `continue` stayed rolled in NsaCompress's block sums, and the
+// whole array went to the stack): check the disassembly of a hot loop, and add `#pragma GCC unroll` where needed.
 template <class D, int kCount>
 class VectorArray {
  public:

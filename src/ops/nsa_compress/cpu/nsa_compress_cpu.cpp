@@ -198,7 +198,9 @@ void WeightedSum(int kind, const void* const* rows, const float* weights, int64_
 // Block sums of channels [first, first + kVectors * lanes) of a BlockWalk, converting each input row once: a token
 // is covered by at most kCover blocks, whose sums stay in registers (slot c holds block group - c, where `group`
 // is the newest block begun). Each block's sum starts at zero and takes its rows in ascending j, exactly as
-// WeightedSum would, so both give the same bits.
+// WeightedSum would, so both give the same bits. Every loop over the sums is unrolled by pragma: GCC left the
+// covering-block loop rolled, and with it kept all the sums on the stack (a load and a store around each
+// multiply-add; 1 thread, 8 x 4096 tokens, N 4, D 128: 2.3 ms, 1.6-1.9 ms in registers).
 template <int kKind, int kCover, int kVectors, class D>
 void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -207,12 +209,15 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
   const bool prefetch = first == 0 && walk.prefetch_bytes > 0;
   const int64_t prefetch_tokens = PrefetchTokens(walk.row_step);
   VectorArray<D, kCover * kVectors> sums;  // block slot c, vector v at c * kVectors + v
+  #pragma GCC unroll 32
   for (int s = 0; s < kCover * kVectors; ++s) sums.Set(d, s, hn::Zero(d));
   const char* row = walk.first_row;
   int64_t u = 0;
   for (int64_t group = 0; u < tokens; ++group) {
     // Block `group` begins at token u: every block in flight moves one slot older.
+    #pragma GCC unroll 32
     for (int s = kCover * kVectors - 1; s >= kVectors; --s) sums.Set(d, s, sums.Get(d, s - kVectors));
+    #pragma GCC unroll 32
     for (int v = 0; v < kVectors; ++v) sums.Set(d, v, hn::Zero(d));
     const int64_t group_end = std::min(tokens, u + walk.stride);
     for (; u < group_end; ++u, row += walk.row_step) {
@@ -220,20 +225,34 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
         const char* ahead = row + prefetch_tokens * walk.row_step;
         for (int64_t byte = 0; byte < walk.prefetch_bytes; byte += 64) hwy::Prefetch(ahead + byte);
       }
-      VectorArray<D, kVectors> x;
-      for (int v = 0; v < kVectors; ++v) x.Set(d, v, LoadLanes<kKind>(d, row, first + v * lanes));
+      // The covering blocks' weights for this token; each vector of the row is loaded and widened once and added
+      // into every covering block's sums right away, so that only one vector of the row is held at a time.
+      bool covers[kCover];
+      VectorArray<D, kCover> weights;
+      #pragma GCC unroll 32
       for (int c = 0; c < kCover; ++c) {
         const int64_t block = group - c;
         const int64_t j = u - block * walk.stride;
-        if (block < 0 || block >= walk.blocks || j >= walk.block_size) continue;
-        const auto weight = hn::Set(d, walk.weights[j]);
-        const int slot = c * kVectors;
-        for (int v = 0; v < kVectors; ++v)
-          sums.Set(d, slot + v, FusedMulAdd(d, weight, x.Get(d, v), sums.Get(d, slot + v)));
-        if (j == walk.block_size - 1) {
-          for (int v = 0; v < kVectors; ++v)
-            hn::StoreU(sums.Get(d, slot + v), d, walk.sums + block * walk.dim + first + v * lanes);
+        covers[c] = block >= 0 && block < walk.blocks && j < walk.block_size;
+        weights.Set(d, c, hn::Set(d, covers[c] ? walk.weights[j] : 0.0f));
+      }
+      #pragma GCC unroll 32
+      for (int v = 0; v < kVectors; ++v) {
+        const auto x = LoadLanes<kKind>(d, row, first + v * lanes);
+        #pragma GCC unroll 32
+        for (int c = 0; c < kCover; ++c) {
+          if (covers[c]) {
+            sums.Set(d, c * kVectors + v, FusedMulAdd(d, weights.Get(d, c), x, sums.Get(d, c * kVectors + v)));
+          }
         }
+      }
+      #pragma GCC unroll 32
+      for (int c = 0; c < kCover; ++c) {
+        const int64_t block = group - c;
+        if (!covers[c] || u - block * walk.stride != walk.block_size - 1) continue;
+        #pragma GCC unroll 32
+        for (int v = 0; v < kVectors; ++v)
+          hn::StoreU(sums.Get(d, c * kVectors + v), d, walk.sums + block * walk.dim + first + v * lanes);
       }
     }
   }
