@@ -60,6 +60,26 @@ void ExpectSameBitsOnEveryTarget(Fn&& fn) {
   });
 }
 
+// FusedMulAddRow on every target: the bits of std::fma at every element, and the same bits on every target.
+void ExpectFusedMulAddIsStdFmaOnEveryTarget(const std::vector<float>& a, const std::vector<float>& b,
+                                            const std::vector<float>& c) {
+  const auto n = static_cast<int64_t>(a.size());
+  ExpectSameBitsOnEveryTarget([&] {
+    std::vector<float> out(n, std::nanf(""));
+    pacl::canonical_testing::FusedMulAddRow(a.data(), b.data(), c.data(), out.data(), n);
+    int reported = 0;
+    for (int64_t i = 0; i < n && reported < 5; ++i) {
+      const float expected = std::fma(a[i], b[i], c[i]);
+      if (Bits(out[i]) != Bits(expected) && !(std::isnan(out[i]) && std::isnan(expected))) {
+        ADD_FAILURE() << "fma(" << a[i] << ", " << b[i] << ", " << c[i] << ") = " << out[i] << ", expected "
+                      << expected;
+        ++reported;
+      }
+    }
+    return out;
+  });
+}
+
 TEST(CanonicalMath, FusedMulAddIsCorrectlyRoundedOnEveryTarget) {
   std::mt19937_64 rng(71);
   std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
@@ -83,20 +103,39 @@ TEST(CanonicalMath, FusedMulAddIsCorrectlyRoundedOnEveryTarget) {
     b[s] = specials[s][1];
     c[s] = specials[s][2];
   }
-  ExpectSameBitsOnEveryTarget([&] {
-    std::vector<float> out(n, std::nanf(""));
-    pacl::canonical_testing::FusedMulAddRow(a.data(), b.data(), c.data(), out.data(), n);
-    int reported = 0;
-    for (int64_t i = 0; i < n && reported < 5; ++i) {
-      const float expected = std::fma(a[i], b[i], c[i]);
-      if (Bits(out[i]) != Bits(expected) && !(std::isnan(out[i]) && std::isnan(expected))) {
-        ADD_FAILURE() << "fma(" << a[i] << ", " << b[i] << ", " << c[i] << ") = " << out[i] << ", expected "
-                      << expected;
-        ++reported;
-      }
+  ExpectFusedMulAddIsStdFmaOnEveryTarget(a, b, c);
+}
+
+// Where rounding the exact sum to double and then to float would go wrong (the product of two floats is exact in
+// double, so an FMA emulated in double precision must round the sum to odd, not to nearest): products exactly halfway
+// between two floats, with c a tiny amount either side of zero (or zero: then the tie goes to even), scaled by powers
+// of two down to results in the subnormal range; and operands of unrelated magnitudes.
+TEST(CanonicalMath, FusedMulAddRoundsHalfwayProductsAndWideExponentsOnEveryTarget) {
+  std::mt19937_64 rng(72);
+  std::uniform_int_distribution<int> odd_a(1 << 10, (1 << 11) - 1), odd_b(1 << 11, (1 << 12) - 1);
+  std::uniform_int_distribution<int> tiny_exponent(-70, -26), scale(-150, 100), spread(-60, 10);
+  std::uniform_real_distribution<float> mantissa(0.5f, 1.0f);
+  const int64_t n = 4096;
+  std::vector<float> a(n), b(n), c(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 2 == 0) {
+      // Odd (2j + 1) * (2k + 1) in (2^23, 2^25): where it is above 2^24, 25 significant bits, the last one set, so
+      // exactly halfway between two floats.
+      const int shift = scale(rng) / 2;
+      a[i] = std::ldexp(static_cast<float>(2 * odd_a(rng) + 1), shift);
+      b[i] = std::ldexp(static_cast<float>(2 * odd_b(rng) + 1), shift);
+      const int side = static_cast<int>(i / 2 % 3) - 1;  // -1, 0, 1
+      c[i] = static_cast<float>(side) * std::ldexp(1.0f, tiny_exponent(rng) + 2 * shift);
+      if (i % 8 == 2) a[i] = -a[i];
+    } else {
+      const int e = scale(rng) / 2;
+      a[i] = std::ldexp(mantissa(rng), e) * (i % 3 == 0 ? -1.0f : 1.0f);
+      b[i] = std::ldexp(mantissa(rng), scale(rng) / 2);
+      c[i] = std::ldexp(mantissa(rng), std::max(-149, std::ilogb(a[i]) + std::ilogb(b[i]) + spread(rng))) *
+             (i % 5 == 0 ? -1.0f : 1.0f);
     }
-    return out;
-  });
+  }
+  ExpectFusedMulAddIsStdFmaOnEveryTarget(a, b, c);
 }
 
 // The canonical order, written independently: partial k takes the terms k, k + 16, ... (each a fused multiply-add),

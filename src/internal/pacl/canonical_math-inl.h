@@ -8,8 +8,8 @@
 // things differ between targets unless the code pins them down:
 // - Fused or unfused multiply-adds. AVX2, AVX-512 and Arm have an FMA instruction (one rounding); SSE4 and the
 //   portable baselines do not, and Highway's MulAdd is a multiply and an add there (two roundings). FusedMulAdd
-//   below is always fused: the FMA instruction where the target has one, else std::fma lane by lane (correctly
-//   rounded in software, or by the FMA unit through glibc's run-time dispatch). Every other multiply and add is
+//   below is always fused: the FMA instruction where the target has one, else float lanes are computed exactly in
+//   double precision and rounded once (FusedMulAddViaDouble), other types by std::fma. Every other multiply and add is
 //   unfused on every target: the libraries build with -ffp-contract=off, so the compiler never fuses on its own.
 // - The order of a sum over a row. A vector accumulator holds lane l of every Lanes(d)-th term, so its partial sums
 //   depend on the vector width. CanonicalSum keeps kSumLanes = 16 partial sums whatever the width (term i goes to
@@ -31,6 +31,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "pacl/host_device.h"
@@ -46,6 +48,49 @@ inline constexpr size_t kSumLanes = 16;
 // A float tag of at most kSumLanes lanes: the vectors CanonicalSum's partial sums live in.
 using DSum = hn::CappedTag<float, kSumLanes>;
 
+#if !HWY_NATIVE_FMA
+// a * b + c for floats, rounded once as std::fma rounds it, on targets without an FMA instruction (std::fma lane by
+// lane is a call per lane, and on a CPU without an FMA unit glibc's software routine: the SSE4 kernels took 7.5-24x
+// as long with it, README "Supported platforms"). In double
+// precision the product of two floats is exact (48 significant bits); the sum is rounded to odd (TwoSum gives the
+// error of the sum rounded to nearest exactly, which says where the exact value lies), and a double rounded to odd
+// and then to float is the correctly rounded float, since 53 >= 24 + 2 bits (the odd bit stands for everything
+// below). Neither step can overflow or lose a subnormal: double's range holds every product and sum of floats.
+// Scalar twin of the vector FusedMulAddViaDouble below, for the scalar target.
+inline float FusedMulAddViaDouble(float a, float b, float c) {
+  const double product = static_cast<double>(a) * static_cast<double>(b);
+  const double sum = product + static_cast<double>(c);
+  const double c_part = sum - product;
+  const double error = (product - (sum - c_part)) + (static_cast<double>(c) - c_part);
+  int64_t bits;
+  std::memcpy(&bits, &sum, sizeof bits);
+  // Rounded to odd: truncated towards zero (one step down in magnitude where the error has the other sign), and the
+  // last bit set, where inexact. error is NaN where sum is Inf or NaN (for float inputs), and then left alone.
+  if (std::fabs(error) > 0.0) bits = (bits - (std::signbit(error) != std::signbit(sum) ? 1 : 0)) | 1;
+  double odd;
+  std::memcpy(&odd, &bits, sizeof odd);
+  return static_cast<float>(odd);
+}
+
+// The same on at most two float lanes, in a vector of as many doubles.
+template <class D>
+HWY_INLINE hn::Vec<D> FusedMulAddViaDouble(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c) {
+  const hn::Rebind<double, D> dd;
+  const hn::RebindToSigned<decltype(dd)> di;
+  const auto product = hn::Mul(hn::PromoteTo(dd, a), hn::PromoteTo(dd, b));
+  const auto addend = hn::PromoteTo(dd, c);
+  const auto sum = hn::Add(product, addend);
+  const auto c_part = hn::Sub(sum, product);
+  const auto error = hn::Add(hn::Sub(product, hn::Sub(sum, c_part)), hn::Sub(addend, c_part));
+  const auto bits = hn::BitCast(di, sum);
+  // All ones where inexact (error is NaN where sum is Inf or NaN), and where the error has the other sign.
+  const auto inexact = hn::BitCast(di, hn::VecFromMask(dd, hn::Gt(hn::Abs(error), hn::Zero(dd))));
+  const auto opposite = hn::VecFromMask(di, hn::Lt(hn::Xor(hn::BitCast(di, error), bits), hn::Zero(di)));
+  const auto odd = hn::Or(hn::Add(bits, hn::And(opposite, inexact)), hn::And(inexact, hn::Set(di, 1)));
+  return hn::DemoteTo(d, hn::BitCast(dd, odd));
+}
+#endif  // !HWY_NATIVE_FMA
+
 // a * b + c with one rounding, on every target.
 template <class D>
 HWY_INLINE hn::Vec<D> FusedMulAdd(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c) {
@@ -54,13 +99,32 @@ HWY_INLINE hn::Vec<D> FusedMulAdd(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> c)
   return hn::MulAdd(a, b, c);
 #else
   using T = hn::TFromD<D>;
+#if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128  // (Highway's scalar DemoteTo clamps infinities)
+  if constexpr (std::is_same_v<T, float>) {
+    // 128-bit vectors: two float lanes per vector of doubles.
+    if constexpr (hn::MaxLanes(D()) <= 2) {
+      return FusedMulAddViaDouble(d, a, b, c);
+    } else {
+      const hn::Half<D> dh;
+      const auto upper = FusedMulAddViaDouble(dh, hn::UpperHalf(dh, a), hn::UpperHalf(dh, b), hn::UpperHalf(dh, c));
+      return hn::Combine(d, upper,
+                         FusedMulAddViaDouble(dh, hn::LowerHalf(dh, a), hn::LowerHalf(dh, b), hn::LowerHalf(dh, c)));
+    }
+  }
+#endif
   HWY_ALIGN T la[hn::MaxLanes(D())];
   HWY_ALIGN T lb[hn::MaxLanes(D())];
   HWY_ALIGN T lc[hn::MaxLanes(D())];
   hn::Store(a, d, la);
   hn::Store(b, d, lb);
   hn::Store(c, d, lc);
-  for (size_t i = 0; i < hn::Lanes(d); ++i) la[i] = std::fma(la[i], lb[i], lc[i]);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) {
+    if constexpr (std::is_same_v<T, float>) {
+      la[i] = FusedMulAddViaDouble(la[i], lb[i], lc[i]);
+    } else {
+      la[i] = std::fma(la[i], lb[i], lc[i]);
+    }
+  }
   return hn::Load(d, la);
 #endif
 }
