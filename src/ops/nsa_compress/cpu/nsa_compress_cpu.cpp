@@ -228,12 +228,14 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
       // The covering blocks' weights for this token; each vector of the row is loaded and widened once and added
       // into every covering block's sums right away, so that only one vector of the row is held at a time.
       bool covers[kCover];
+      bool completes[kCover];  // this token is the block's last: its sums are done
       VectorArray<D, kCover> weights;
       #pragma GCC unroll 32
       for (int c = 0; c < kCover; ++c) {
         const int64_t block = group - c;
         const int64_t j = u - block * walk.stride;
         covers[c] = block >= 0 && block < walk.blocks && j < walk.block_size;
+        completes[c] = covers[c] && j == walk.block_size - 1;
         weights.Set(d, c, hn::Set(d, covers[c] ? walk.weights[j] : 0.0f));
       }
       #pragma GCC unroll 32
@@ -248,11 +250,10 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
       }
       #pragma GCC unroll 32
       for (int c = 0; c < kCover; ++c) {
-        const int64_t block = group - c;
-        if (!covers[c] || u - block * walk.stride != walk.block_size - 1) continue;
+        if (!completes[c]) continue;
         #pragma GCC unroll 32
         for (int v = 0; v < kVectors; ++v)
-          hn::StoreU(sums.Get(d, c * kVectors + v), d, walk.sums + block * walk.dim + first + v * lanes);
+          hn::StoreU(sums.Get(d, c * kVectors + v), d, walk.sums + (group - c) * walk.dim + first + v * lanes);
       }
     }
   }
