@@ -282,58 +282,64 @@ HWY_INLINE float CanonicalSum(size_t n, Step&& step) {
 #endif
 }
 
-// Whether CanonicalSums4 walks the terms once for all four sums (8- and 16-lane targets). Elsewhere it calls the
-// step once per sum, with the other accumulators unused: a step with side effects (a store) may be given to it only
-// where this is true.
-HWY_INLINE bool CanonicalSums4InOneWalk() {
-#if HWY_TARGET == HWY_SCALAR
-  return false;
-#else
-  const size_t lanes = hn::Lanes(DSum());
-  return lanes == 16 || lanes == 8;
-#endif
-}
+// Whether CanonicalSums4 walks the terms once for all four sums (every target but the scalar baseline). On the
+// scalar baseline it calls the step once per sum, with the other accumulators unused: a step with side effects (a
+// store) may be given to it only where this is true.
+HWY_INLINE bool CanonicalSums4InOneWalk() { return HWY_TARGET != HWY_SCALAR; }
 
 // Four canonical sums in one walk, for steps that share work between them (four dot products with one vector load
 // it once): step(d, first, count, acc0, acc1, acc2, acc3) accumulates terms first .. first + count - 1 of sum j
 // into lanes 0 .. count - 1 of accj (passed by reference), lanes count and up unchanged. sums[j] gets the same bits
-// as CanonicalSum would give for sum j alone. On 8- and 16-lane targets the partial sums of all four stay in
-// registers (8 vectors at most); narrower targets, which are not tuned for speed, run the sums one at a time.
+// as CanonicalSum would give for sum j alone. Sum j's 16 partials are 16 / Lanes vectors (x0 lanes [0, L), x1
+// [L, 2L), ...: 16 vectors in all on 4-lane targets, which NEON's 32 registers hold and SSE4's 16 do not); the
+// scalar baseline runs the sums one at a time.
 template <class Step>
 HWY_INLINE void CanonicalSums4(size_t n, Step&& step, float* sums) {
   using V = hn::Vec<DSum>;
 #if HWY_TARGET != HWY_SCALAR
   const DSum d;
-  const size_t lanes = hn::Lanes(d);
-  if (CanonicalSums4InOneWalk()) {
-    V a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);  // lanes [0, lanes) of the partials
-    V a1 = hn::Zero(d), b1 = hn::Zero(d), c1 = hn::Zero(d), e1 = hn::Zero(d);  // lanes [8, 16) when lanes == 8
-    size_t i = 0;
-    for (; i + kSumLanes <= n; i += kSumLanes) {
-      step(d, i, lanes, a0, b0, c0, e0);
-      if (lanes == 8) step(d, i + 8, lanes, a1, b1, c1, e1);
+  const size_t lanes = hn::Lanes(d);  // 4, 8 or 16
+  V a0 = hn::Zero(d), b0 = hn::Zero(d), c0 = hn::Zero(d), e0 = hn::Zero(d);  // lanes [0, lanes) of the partials
+  V a1 = hn::Zero(d), b1 = hn::Zero(d), c1 = hn::Zero(d), e1 = hn::Zero(d);  // [lanes, 2 lanes) when lanes <= 8
+  V a2 = hn::Zero(d), b2 = hn::Zero(d), c2 = hn::Zero(d), e2 = hn::Zero(d);  // [8, 12) when lanes == 4
+  V a3 = hn::Zero(d), b3 = hn::Zero(d), c3 = hn::Zero(d), e3 = hn::Zero(d);  // [12, 16) when lanes == 4
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    step(d, i, lanes, a0, b0, c0, e0);
+    if (lanes <= 8) step(d, i + lanes, lanes, a1, b1, c1, e1);
+    if (lanes == 4) {
+      step(d, i + 8, lanes, a2, b2, c2, e2);
+      step(d, i + 12, lanes, a3, b3, c3, e3);
     }
-    const size_t rest = n - i;
-    const size_t first_count = rest < lanes ? rest : lanes;
-    if (first_count > 0) step(d, i, first_count, a0, b0, c0, e0);
-    if (lanes == 8 && rest > lanes) step(d, i + 8, rest - lanes, a1, b1, c1, e1);
+  }
+  // The last, partial group of 16 terms: whole vectors, then one partial vector.
+  size_t rest = n - i;
+  auto tail_step = [&](size_t first, V& a, V& b, V& c, V& e) {
+    const size_t count = rest < lanes ? rest : lanes;
+    rest -= count;
+    if (count > 0) step(d, first, count, a, b, c, e);
+  };
+  tail_step(i, a0, b0, c0, e0);
+  if (lanes <= 8) tail_step(i + lanes, a1, b1, c1, e1);
+  if (lanes == 4) {
+    tail_step(i + 8, a2, b2, c2, e2);
+    tail_step(i + 12, a3, b3, c3, e3);
+  }
 #if !HWY_HAVE_SCALABLE
-    if constexpr (hn::MaxLanes(DSum()) == 8) {
-      SumsOf4Accumulators8(a0, a1, b0, b1, c0, c1, e0, e1, sums);
-      return;
-    } else if constexpr (hn::MaxLanes(DSum()) == 16) {
-      SumsOf4Accumulators16(a0, b0, c0, e0, sums);
-      return;
-    }
-#endif
-    // (Scalable vectors: on 16 lanes the second vectors are unused, SumOfAccumulators reads acc0 only.)
-    sums[0] = SumOfAccumulators(d, a0, a1, a0, a1);
-    sums[1] = SumOfAccumulators(d, b0, b1, b0, b1);
-    sums[2] = SumOfAccumulators(d, c0, c1, c0, c1);
-    sums[3] = SumOfAccumulators(d, e0, e1, e0, e1);
+  if constexpr (hn::MaxLanes(DSum()) == 8) {
+    SumsOf4Accumulators8(a0, a1, b0, b1, c0, c1, e0, e1, sums);
+    return;
+  } else if constexpr (hn::MaxLanes(DSum()) == 16) {
+    SumsOf4Accumulators16(a0, b0, c0, e0, sums);
     return;
   }
 #endif
+  // (SumOfAccumulators reads the vectors that hold partials: acc0 on 16 lanes, acc0 and acc1 on 8.)
+  sums[0] = SumOfAccumulators(d, a0, a1, a2, a3);
+  sums[1] = SumOfAccumulators(d, b0, b1, b2, b3);
+  sums[2] = SumOfAccumulators(d, c0, c1, c2, c3);
+  sums[3] = SumOfAccumulators(d, e0, e1, e2, e3);
+#else
   for (int j = 0; j < 4; ++j) {
     sums[j] = CanonicalSum(n, [&](DSum dj, V acc, size_t first, size_t count) {
       V unused0 = hn::Zero(dj), unused1 = hn::Zero(dj), unused2 = hn::Zero(dj);
@@ -344,6 +350,7 @@ HWY_INLINE void CanonicalSums4(size_t n, Step&& step, float* sums) {
       return acc;
     });
   }
+#endif
 }
 
 // Exp's argument reduction and polynomial: x = n ln2 + r; returns p = e^r and sets n_int = n. x must lie in

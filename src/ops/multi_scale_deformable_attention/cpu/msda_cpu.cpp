@@ -51,8 +51,9 @@
 // a point's valid corners have distinct keys, so a step of four corners rarely updates one row twice; the other
 // order, corner k of four neighbouring points, often did, 7% slower), scattering attn * weight * gradOutput into
 // the plane and taking one dot product gradOutput . value row per corner (in the canonical order of
-// pacl/canonical_math-inl.h: 16 partial sums and a fixed tree, whatever the vector width; on 8- and 16-lane targets
-// four corners at a time, their trees reduced together, the rows still updated in corner order); gradAttnWeight and
+// pacl/canonical_math-inl.h: 16 partial sums and a fixed tree, whatever the vector width; four corners at a time,
+// their trees reduced together, the rows still updated in corner order, except on SSE4 and the scalar baseline,
+// where the four sets of partials do not fit in the registers); gradAttnWeight and
 // gradLocation of a point combine its 4 dots. Every sum has one order whatever the thread count, schedule or
 // instruction set, and every multiply-add is fused on every target (the pixel position loc * W - 0.5 too, on the
 // vector and the scalar path): results are bit-identical run to run, for any number of threads and on every SIMD
@@ -447,8 +448,12 @@ void CornerBackwardT(const void* rows, int64_t key_stride, float* grad_rows, int
   const Element* value_rows = static_cast<const Element*>(rows);
   const DF d;
   int64_t c = 0;
-  // corner_step stores, so it may go to CanonicalSums4 only where that calls it once per chunk for all four sums.
-  for (; CanonicalSums4InOneWalk() && c + 4 <= count; c += 4) {
+  // corner_step stores, so it may go to CanonicalSums4 only where that calls it once per chunk for all four sums;
+  // and only where the four sums' partials (16 vectors on 4 lanes) leave registers for the rest: not on SSE4, whose
+  // 16 registers they fill (the small MSDA backward took 3-10% longer four corners at a time there).
+  const bool four_at_a_time =
+      CanonicalSums4InOneWalk() && (pacl::HWY_NAMESPACE::kVectorRegisters >= 32 || hn::Lanes(d) >= 8);
+  for (; four_at_a_time && c + 4 <= count; c += 4) {
     const int64_t key0 = valid_keys[c], key1 = valid_keys[c + 1], key2 = valid_keys[c + 2], key3 = valid_keys[c + 3];
     const Element* row0 = value_rows + key0 * key_stride;
     const Element* row1 = value_rows + key1 * key_stride;
