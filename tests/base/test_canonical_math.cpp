@@ -92,12 +92,15 @@ TEST(CanonicalMath, FusedMulAddIsCorrectlyRoundedOnEveryTarget) {
     // an unfused multiply and add gives as exactly 0.
     c[i] = i % 2 == 0 ? -(a[i] * b[i]) : uniform(rng);
   }
-  // Specials: overflow of the product, Inf, NaN, zeros of both signs, subnormals.
+  // Specials: overflow of the product (cancelled by c, or a result of +-Inf, or just below FLT_MAX's rounding
+  // boundary), Inf, NaN, zeros of both signs, subnormals.
   const float max = std::numeric_limits<float>::max();
   const float inf = std::numeric_limits<float>::infinity();
   const float tiny = std::numeric_limits<float>::denorm_min();
-  const float specials[][3] = {{max, 2.0f, -max}, {inf, 0.0f, 1.0f}, {-0.0f, 1.0f, -0.0f}, {tiny, 0.5f, tiny},
-                               {1e-20f, 1e-20f, 0.0f}, {inf, 1.0f, -inf}, {3.0f, 5.0f, std::nanf("")}};
+  const float specials[][3] = {{max, 2.0f, -max},    {max, 2.0f, 0.0f},       {-3e38f, 3e38f, 1.0f},
+                               {max, 1.0f, 1e31f},   {max, 1.0f, 2.1e31f},    {inf, 0.0f, 1.0f},
+                               {-0.0f, 1.0f, -0.0f}, {tiny, 0.5f, tiny},      {1e-20f, 1e-20f, 0.0f},
+                               {inf, 1.0f, -inf},    {3.0f, 5.0f, std::nanf("")}};
   for (size_t s = 0; s < sizeof specials / sizeof specials[0]; ++s) {
     a[s] = specials[s][0];
     b[s] = specials[s][1];
