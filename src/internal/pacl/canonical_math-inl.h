@@ -9,8 +9,9 @@
 // - Fused or unfused multiply-adds. AVX2, AVX-512 and Arm have an FMA instruction (one rounding); SSE4 and the
 //   portable baselines do not, and Highway's MulAdd is a multiply and an add there (two roundings). FusedMulAdd
 //   below is always fused: the FMA instruction where the target has one, else float lanes are computed exactly in
-//   double precision and rounded once (FusedMulAddViaDouble), other types by std::fma. Every other multiply and add is
-//   unfused on every target: the libraries build with -ffp-contract=off, so the compiler never fuses on its own.
+//   double precision and rounded once (FusedMulAddViaDouble), other types by std::fma. Every other multiply and
+//   add is unfused on every target: the libraries build with -ffp-contract=off, so the compiler never fuses on its
+//   own.
 // - The order of a sum over a row. A vector accumulator holds lane l of every Lanes(d)-th term, so its partial sums
 //   depend on the vector width. CanonicalSum keeps kSumLanes = 16 partial sums whatever the width (term i goes to
 //   partial i % 16, terms in ascending order; 1 vector of them on AVX-512, 2 on AVX2, 4 on SSE4/NEON, 16 scalars on
@@ -51,12 +52,12 @@ using DSum = hn::CappedTag<float, kSumLanes>;
 #if !HWY_NATIVE_FMA
 // a * b + c for floats, rounded once as std::fma rounds it, on targets without an FMA instruction (std::fma lane by
 // lane is a call per lane, and on a CPU without an FMA unit glibc's software routine: the SSE4 kernels took 7.5-24x
-// as long with it, README "Supported platforms"). In double
-// precision the product of two floats is exact (48 significant bits); the sum is rounded to odd (TwoSum gives the
-// error of the sum rounded to nearest exactly, which says where the exact value lies), and a double rounded to odd
-// and then to float is the correctly rounded float, since 53 >= 24 + 2 bits (the odd bit stands for everything
-// below). Neither step can overflow or lose a subnormal: double's range holds every product and sum of floats.
-// Scalar twin of the vector FusedMulAddViaDouble below, for the scalar target.
+// as long with it, README "Supported platforms"). In double precision the product of two floats is exact (48
+// significant bits); the sum is rounded to odd (TwoSum gives the error of the sum rounded to nearest exactly, which
+// says where the exact value lies), and a double rounded to odd and then to float is the correctly rounded float,
+// since 53 >= 24 + 2 bits (the odd bit stands for everything below). Neither step can overflow or lose a subnormal:
+// double's range holds every product and sum of floats. Scalar twin of the vector FusedMulAddViaDouble below, for
+// the scalar target (whose Highway DemoteTo clamps infinities).
 inline float FusedMulAddViaDouble(float a, float b, float c) {
   const double product = static_cast<double>(a) * static_cast<double>(b);
   const double sum = product + static_cast<double>(c);

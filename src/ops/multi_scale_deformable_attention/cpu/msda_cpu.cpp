@@ -52,9 +52,9 @@
 // order, corner k of four neighbouring points, often did, 7% slower), scattering attn * weight * gradOutput into
 // the plane and taking one dot product gradOutput . value row per corner (in the canonical order of
 // pacl/canonical_math-inl.h: 16 partial sums and a fixed tree, whatever the vector width; four corners at a time,
-// their trees reduced together, the rows still updated in corner order, except on SSE4 and the scalar baseline,
-// where the four sets of partials do not fit in the registers); gradAttnWeight and
-// gradLocation of a point combine its 4 dots. Every sum has one order whatever the thread count, schedule or
+// their trees reduced together, the rows still updated in corner order, except on SSE4, where the four sets of
+// partials do not fit in the registers, and on the scalar baseline, which sums them one at a time); gradAttnWeight
+// and gradLocation of a point combine its 4 dots. Every sum has one order whatever the thread count, schedule or
 // instruction set, and every multiply-add is fused on every target (the pixel position loc * W - 0.5 too, on the
 // vector and the scalar path): results are bit-identical run to run, for any number of threads and on every SIMD
 // target. Backward parallelism is bs * nh tasks. Cost, measured on AVX2 against per-target chains and reductions:
