@@ -75,6 +75,40 @@ float CanonicalDot(const float* a, const float* b, int64_t n) {
   });
 }
 
+bool CanonicalDots4(const float* const* rows, const float* b, int64_t n, bool whole_vectors, float* sums) {
+  using V = hn::Vec<DSum>;
+  const size_t length = static_cast<size_t>(n);
+  if (whole_vectors) {
+    if (length % hn::Lanes(DSum()) != 0) return false;
+    pacl::HWY_NAMESPACE::CanonicalSums4WholeVectors(
+        length,
+        [&](DSum d, size_t first, V& acc0, V& acc1, V& acc2, V& acc3) {
+          const V bv = hn::LoadU(d, b + first);
+          acc0 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::LoadU(d, rows[0] + first), bv, acc0);
+          acc1 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::LoadU(d, rows[1] + first), bv, acc1);
+          acc2 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::LoadU(d, rows[2] + first), bv, acc2);
+          acc3 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::LoadU(d, rows[3] + first), bv, acc3);
+        },
+        sums);
+    return true;
+  }
+  pacl::HWY_NAMESPACE::CanonicalSums4(
+      length,
+      [&](DSum d, size_t first, size_t count, V& acc0, V& acc1, V& acc2, V& acc3) {
+        // Lanes count and up of the operands are zero, so those of the sums stay unchanged.
+        HWY_ALIGN float lanes[5][hn::MaxLanes(DSum())] = {};
+        std::memcpy(lanes[4], b + first, count * sizeof(float));
+        for (int j = 0; j < 4; ++j) std::memcpy(lanes[j], rows[j] + first, count * sizeof(float));
+        const V bv = hn::Load(d, lanes[4]);
+        acc0 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::Load(d, lanes[0]), bv, acc0);
+        acc1 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::Load(d, lanes[1]), bv, acc1);
+        acc2 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::Load(d, lanes[2]), bv, acc2);
+        acc3 = pacl::HWY_NAMESPACE::FusedMulAdd(d, hn::Load(d, lanes[3]), bv, acc3);
+      },
+      sums);
+  return true;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace pacl::canonical_testing
 HWY_AFTER_NAMESPACE();
@@ -86,6 +120,7 @@ HWY_EXPORT(ExpRow);
 HWY_EXPORT(ExpNormalRangeRow);
 HWY_EXPORT(FusedMulAddRow);
 HWY_EXPORT(CanonicalDot);
+HWY_EXPORT(CanonicalDots4);
 
 void ExpRow(const float* x, float* out, int64_t n) { HWY_DYNAMIC_DISPATCH(ExpRow)(x, out, n); }
 
@@ -96,6 +131,10 @@ void FusedMulAddRow(const float* a, const float* b, const float* c, float* out, 
 }
 
 float CanonicalDot(const float* a, const float* b, int64_t n) { return HWY_DYNAMIC_DISPATCH(CanonicalDot)(a, b, n); }
+
+bool CanonicalDots4(const float* const* rows, const float* b, int64_t n, bool whole_vectors, float* sums) {
+  return HWY_DYNAMIC_DISPATCH(CanonicalDots4)(rows, b, n, whole_vectors, sums);
+}
 
 }  // namespace pacl::canonical_testing
 #endif  // HWY_ONCE

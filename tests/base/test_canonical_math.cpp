@@ -179,6 +179,52 @@ TEST(CanonicalMath, CanonicalDotFollowsTheCanonicalOrderOnEveryTarget) {
   });
 }
 
+// Four dot products in one walk (CanonicalSums4, and CanonicalSums4WholeVectors where the length is a multiple of
+// the target's vector length) give each sum the canonical order's bits.
+TEST(CanonicalMath, FourDotsInOneWalkFollowTheCanonicalOrderOnEveryTarget) {
+  std::mt19937_64 rng(73);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<int64_t> lengths;
+  for (int64_t n = 0; n <= 70; ++n) lengths.push_back(n);
+  for (int64_t n : {124, 127, 128, 136, 200, 256, 1000, 1028}) lengths.push_back(n);
+  std::vector<std::vector<float>> rows_of(4 * lengths.size()), bs;
+  for (size_t k = 0; k < lengths.size(); ++k) {
+    std::vector<float> b(lengths[k]);
+    for (int64_t i = 0; i < lengths[k]; ++i) b[i] = uniform(rng) * (i % 7 == 0 ? 1e4f : 1.0f);
+    bs.push_back(b);
+    for (int j = 0; j < 4; ++j) {
+      for (int64_t i = 0; i < lengths[k]; ++i) rows_of[4 * k + j].push_back(uniform(rng));
+    }
+  }
+  ExpectSameBitsOnEveryTarget([&] {
+    std::vector<float> sums;
+    int whole_vector_lengths = 0;
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      const int64_t n = lengths[k];
+      const float* rows[4] = {rows_of[4 * k].data(), rows_of[4 * k + 1].data(), rows_of[4 * k + 2].data(),
+                              rows_of[4 * k + 3].data()};
+      float four[4] = {NAN, NAN, NAN, NAN};
+      EXPECT_TRUE(pacl::canonical_testing::CanonicalDots4(rows, bs[k].data(), n, false, four));
+      float whole[4] = {NAN, NAN, NAN, NAN};
+      const bool has_whole = pacl::canonical_testing::CanonicalDots4(rows, bs[k].data(), n, true, whole);
+      whole_vector_lengths += has_whole ? 1 : 0;
+      if (n % 16 == 0) {
+        EXPECT_TRUE(has_whole) << "n = " << n;  // a multiple of every target's vector length
+      }
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t model = Bits(ModelDot(rows[j], bs[k].data(), n));
+        EXPECT_EQ(Bits(four[j]), model) << "n = " << n << ", sum " << j;
+        if (has_whole) {
+          EXPECT_EQ(Bits(whole[j]), model) << "whole vectors, n = " << n << ", sum " << j;
+        }
+        sums.push_back(four[j]);
+      }
+    }
+    EXPECT_GE(whole_vector_lengths, 6);
+    return sums;
+  });
+}
+
 TEST(CanonicalMath, ExpIsWithinOneUlpAndTheSameOnEveryTarget) {
   std::vector<float> x;
   // Every 1552nd float bit pattern of [-110, 95] (1.4 million inputs: all exponents, dense near 0) ...

@@ -18,6 +18,11 @@ PACL_INTERNAL_API void ExpNormalRangeRow(const float* x, float* out, int64_t n);
 PACL_INTERNAL_API void FusedMulAddRow(const float* a, const float* b, const float* c, float* out, int64_t n);
 // sum over i < n of a[i] * b[i] (each a fused multiply-add into its partial sum), in the canonical order.
 PACL_INTERNAL_API float CanonicalDot(const float* a, const float* b, int64_t n);
+// sums[j] = the canonical dot of rows[j] and b (j < 4), through CanonicalSums4, or with whole_vectors through
+// CanonicalSums4WholeVectors; false (sums untouched) when whole_vectors is asked for and n is not a multiple of the
+// target's vector length.
+PACL_INTERNAL_API bool CanonicalDots4(const float* const* rows, const float* b, int64_t n, bool whole_vectors,
+                                      float* sums);
 
 }  // namespace pacl::canonical_testing
 

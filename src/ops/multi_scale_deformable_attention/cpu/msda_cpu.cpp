@@ -128,6 +128,7 @@ using DI = hn::RebindToSigned<DF>;
 using pacl::HWY_NAMESPACE::CanonicalSum;
 using pacl::HWY_NAMESPACE::CanonicalSums4;
 using pacl::HWY_NAMESPACE::CanonicalSums4InOneWalk;
+using pacl::HWY_NAMESPACE::CanonicalSums4WholeVectors;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
 using pacl::HWY_NAMESPACE::VectorArray;
 // The tail of a channel row on targets with 16 lanes (c is a multiple of 8, not always of 16).
@@ -453,16 +454,42 @@ void CornerBackwardT(const void* rows, int64_t key_stride, float* grad_rows, int
   // 16 registers they fill (the small MSDA backward took 3-10% longer four corners at a time there).
   const bool four_at_a_time =
       CanonicalSums4InOneWalk() && (pacl::HWY_NAMESPACE::kVectorRegisters >= 32 || hn::Lanes(d) >= 8);
+  // The value rows and gradValue rows of corners c .. c + 3.
+  struct FourRows {
+    const Element* row[4];
+    float* grad_row[4];
+  };
+  auto four_rows = [&](int64_t c4) {
+    FourRows r;
+    for (int j = 0; j < 4; ++j) {
+      r.row[j] = value_rows + valid_keys[c4 + j] * key_stride;
+      r.grad_row[j] = grad_rows + valid_keys[c4 + j] * grad_key_stride;
+    }
+    return r;
+  };
+  // With whole vectors of channels (c = 32, 64, 256 ...) the step need not handle a partial vector; without that
+  // path, in a loop of its own, GCC keeps the pointers, scales and sums in registers (CanonicalSums4WholeVectors).
+  const bool whole_vectors = static_cast<size_t>(channels) % hn::Lanes(d) == 0;
+  for (; four_at_a_time && whole_vectors && c + 4 <= count; c += 4) {
+    const FourRows r = four_rows(c);
+    // (The scales as floats: SVE's vectors cannot be captured by copy.)
+    const float scale0 = valid.scale[c], scale1 = valid.scale[c + 1];
+    const float scale2 = valid.scale[c + 2], scale3 = valid.scale[c + 3];
+    float four[4];
+    CanonicalSums4WholeVectors(
+        static_cast<size_t>(channels),
+        [=](DF dj, size_t first, V& acc0, V& acc1, V& acc2, V& acc3) {
+          const V g = hn::LoadU(dj, grad + first);
+          corner_step(dj, first, g, r.row[0], r.grad_row[0], hn::Set(dj, scale0), acc0);
+          corner_step(dj, first, g, r.row[1], r.grad_row[1], hn::Set(dj, scale1), acc1);
+          corner_step(dj, first, g, r.row[2], r.grad_row[2], hn::Set(dj, scale2), acc2);
+          corner_step(dj, first, g, r.row[3], r.grad_row[3], hn::Set(dj, scale3), acc3);
+        },
+        four);
+    for (int j = 0; j < 4; ++j) dots[valid.at[c + j]] = four[j];
+  }
   for (; four_at_a_time && c + 4 <= count; c += 4) {
-    const int64_t key0 = valid_keys[c], key1 = valid_keys[c + 1], key2 = valid_keys[c + 2], key3 = valid_keys[c + 3];
-    const Element* row0 = value_rows + key0 * key_stride;
-    const Element* row1 = value_rows + key1 * key_stride;
-    const Element* row2 = value_rows + key2 * key_stride;
-    const Element* row3 = value_rows + key3 * key_stride;
-    float* grad_row0 = grad_rows + key0 * grad_key_stride;
-    float* grad_row1 = grad_rows + key1 * grad_key_stride;
-    float* grad_row2 = grad_rows + key2 * grad_key_stride;
-    float* grad_row3 = grad_rows + key3 * grad_key_stride;
+    const FourRows r = four_rows(c);
     // (Named vectors, not arrays: SVE's vectors cannot be array elements.)
     const V scale0 = hn::Set(d, valid.scale[c]), scale1 = hn::Set(d, valid.scale[c + 1]);
     const V scale2 = hn::Set(d, valid.scale[c + 2]), scale3 = hn::Set(d, valid.scale[c + 3]);
@@ -472,16 +499,16 @@ void CornerBackwardT(const void* rows, int64_t key_stride, float* grad_rows, int
         [&](DF dj, size_t first, size_t lanes, V& acc0, V& acc1, V& acc2, V& acc3) {
           const V g = load_grad(dj, first, lanes);
           if (lanes == hn::Lanes(dj)) {
-            corner_step(dj, first, g, row0, grad_row0, scale0, acc0);
-            corner_step(dj, first, g, row1, grad_row1, scale1, acc1);
-            corner_step(dj, first, g, row2, grad_row2, scale2, acc2);
-            corner_step(dj, first, g, row3, grad_row3, scale3, acc3);
+            corner_step(dj, first, g, r.row[0], r.grad_row[0], scale0, acc0);
+            corner_step(dj, first, g, r.row[1], r.grad_row[1], scale1, acc1);
+            corner_step(dj, first, g, r.row[2], r.grad_row[2], scale2, acc2);
+            corner_step(dj, first, g, r.row[3], r.grad_row[3], scale3, acc3);
             return;
           }
-          partial_corner_step(dj, first, lanes, g, row0, grad_row0, scale0, acc0);
-          partial_corner_step(dj, first, lanes, g, row1, grad_row1, scale1, acc1);
-          partial_corner_step(dj, first, lanes, g, row2, grad_row2, scale2, acc2);
-          partial_corner_step(dj, first, lanes, g, row3, grad_row3, scale3, acc3);
+          partial_corner_step(dj, first, lanes, g, r.row[0], r.grad_row[0], scale0, acc0);
+          partial_corner_step(dj, first, lanes, g, r.row[1], r.grad_row[1], scale1, acc1);
+          partial_corner_step(dj, first, lanes, g, r.row[2], r.grad_row[2], scale2, acc2);
+          partial_corner_step(dj, first, lanes, g, r.row[3], r.grad_row[3], scale3, acc3);
         },
         four);
     for (int j = 0; j < 4; ++j) dots[valid.at[c + j]] = four[j];
