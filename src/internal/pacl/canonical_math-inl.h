@@ -373,8 +373,10 @@ template <class Step>
 HWY_INLINE void CanonicalSums4WholeVectors(size_t n, Step&& step, float* sums) {
   using V = hn::Vec<DSum>;
 #if HWY_TARGET == HWY_SCALAR
-  CanonicalSums4(n, [&](DSum d, size_t first, size_t /*count: 1*/, V& a, V& b, V& c, V& e) { step(d, first, a, b, c, e); },
-                 sums);
+  auto one_lane_step = [&](DSum d, size_t first, size_t /*count: 1*/, V& a, V& b, V& c, V& e) {
+    step(d, first, a, b, c, e);
+  };
+  CanonicalSums4(n, one_lane_step, sums);
 #else
   const DSum d;
   const size_t lanes = hn::Lanes(d);  // 4, 8 or 16
