@@ -146,6 +146,7 @@ using DF1 = hn::CappedTag<float, 1>;
 using pacl::HWY_NAMESPACE::CanonicalSum;
 using pacl::HWY_NAMESPACE::CanonicalSums4;
 using pacl::HWY_NAMESPACE::CanonicalSums4InOneWalk;
+using pacl::HWY_NAMESPACE::CanonicalSums4WholeVectors;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
 using pacl::HWY_NAMESPACE::VectorArray;
 
@@ -477,9 +478,9 @@ void GradPairT(const TokenPair& pair, int64_t n, bool stream) {
   const V w00 = hn::Set(d, pair.weights[0][0]), w01 = hn::Set(d, pair.weights[0][1]);
   const V w10 = hn::Set(d, pair.weights[1][0]), w11 = hn::Set(d, pair.weights[1][1]);
   float dots[4];
-  CanonicalSums4(
+  CanonicalSums4WholeVectors(
       static_cast<size_t>(n),
-      [&](DF dj, size_t first, size_t /*lanes: always whole*/, V& acc0, V& acc1, V& acc2, V& acc3) {
+      [&](DF dj, size_t first, V& acc0, V& acc1, V& acc2, V& acc3) {
         const V x0 = LoadLanes<kKind>(dj, pair.rows[0], static_cast<int64_t>(first));
         const V x1 = LoadLanes<kKind>(dj, pair.rows[1], static_cast<int64_t>(first));
         const V g00 = hn::LoadU(dj, pair.grads[0][0] + first), g01 = hn::LoadU(dj, pair.grads[0][1] + first);
