@@ -138,7 +138,7 @@ void PrepareCached(const std::string& name, const Preparer& prepare) {
 std::string FreshCall(const PreparedCall& call, int* status_out) {
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
-  aclnnStatus status = opcall::GetWorkspaceSize(call.op_call, &workspace_size, &executor);
+  aclnnStatus status = opcall::GetWorkspaceSize(*call.op_call, &workspace_size, &executor);
   if (status != ACLNN_SUCCESS) {
     *status_out = status;
     return "phase 1";
@@ -372,9 +372,34 @@ std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* re
   return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
 }
 
+namespace {
+
+struct CaseTable {
+  const char* op;
+  void (*register_cases)();
+};
+
+std::vector<CaseTable>& CaseTables() {
+  static std::vector<CaseTable>* const tables = new std::vector<CaseTable>;  // filled during static initialisation
+  return *tables;
+}
+
+}  // namespace
+
+CaseTableRegistration::CaseTableRegistration(const char* op, void (*register_cases)()) {
+  CaseTables().push_back({op, register_cases});
+}
+
+void RegisterAllCaseTables() {
+  std::vector<CaseTable> tables = CaseTables();
+  std::sort(tables.begin(), tables.end(),
+            [](const CaseTable& a, const CaseTable& b) { return std::strcmp(a.op, b.op) < 0; });
+  for (const CaseTable& table : tables) table.register_cases();
+}
+
 aclnnStatus PlanCall(const opcall::OpCall& op_call, PreparedCall* call) {
   call->op_call = op_call;
-  call->phase2 = opcall::Phase2Of(opcall::KindOf(op_call));
+  call->phase2 = op_call.op().phase2;
   return opcall::GetWorkspaceSize(op_call, &call->workspace_size, &call->executor);
 }
 
@@ -424,19 +449,6 @@ std::string ShapeLabel(const std::vector<int64_t>& shape) {
   std::string label;
   for (size_t d = 0; d < shape.size(); ++d) label += (d > 0 ? "x" : "") + std::to_string(shape[d]);
   return label;
-}
-
-const char* DTypeLabel(aclDataType dtype) {
-  switch (dtype) {
-    case ACL_FLOAT:
-      return "FLOAT";
-    case ACL_FLOAT16:
-      return "FLOAT16";
-    case ACL_BF16:
-      return "BFLOAT16";
-    default:
-      return "OTHER";
-  }
 }
 
 int64_t ElementCount(const std::vector<int64_t>& shape) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,7 @@ struct PreparedCall {
   aclOpExecutor* executor = nullptr;
   uint64_t workspace_size = 0;
   opcall::Phase2Function phase2 = nullptr;
-  opcall::OpCall op_call;  // the call phase 1 was given (the fresh-call pattern repeats it for every call)
+  std::optional<opcall::OpCall> op_call;  // the call phase 1 was given (the fresh-call pattern repeats it per call)
   double bytes = 0;  // every input and output tensor counted once
 };
 
@@ -68,7 +69,7 @@ struct PreparedCall {
 std::string AddRandomTensor(PreparedCall* call, const std::vector<int64_t>& shape, aclDataType dtype, double low,
                             double high, uint32_t seed, DeviceTensor* result);
 
-// Phase 1 of op_call (an entry of the operator-call table, tests/op_calls), its executor, workspace size and
+// Phase 1 of op_call (an entry of the operator-call table, tests/support/op_calls.h), its executor, workspace size and
 // phase-2 function stored in *call.
 aclnnStatus PlanCall(const opcall::OpCall& op_call, PreparedCall* call);
 
@@ -118,16 +119,20 @@ void ReleaseBenchmarkResources();
 bool AnyBenchmarkFailed();
 
 std::string ShapeLabel(const std::vector<int64_t>& shape);  // "4x16x1024x1024"
-const char* DTypeLabel(aclDataType dtype);                  // "FLOAT", "FLOAT16", "BFLOAT16"
+using opcall::DTypeName;                                    // "FLOAT", "FLOAT16", "BFLOAT16" (op_calls.h)
 int64_t ElementCount(const std::vector<int64_t>& shape);
 // aclGetRecentErrMsg(), or "" when there is none (it returns NULL then).
 std::string RecentErrorMessage();
 
-// Operator case tables, one function per operator file; main calls each.
-void RegisterScaledMaskedSoftmaxBenchmarks();
-void RegisterGridSampler2DBenchmarks();
-void RegisterMultiScaleDeformableAttentionBenchmarks();
-void RegisterNsaCompressBenchmarks();
+// The operators' case tables (src/ops/<op>/bench/<op>_bench.cpp, compiled into aclnn_bench) register themselves:
+//   const CaseTableRegistration kRegistration("GridSampler2D", RegisterCases);   // at namespace scope
+// and main calls RegisterAllCaseTables once, which calls each table's function (its RegisterOperatorBenchmark
+// calls), ordered by operator name.
+class CaseTableRegistration {
+ public:
+  CaseTableRegistration(const char* op, void (*register_cases)());
+};
+void RegisterAllCaseTables();
 
 }  // namespace bench
 

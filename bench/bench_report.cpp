@@ -49,7 +49,7 @@ std::vector<Field> CaseFields(const RunContext& context, const CaseResult& r) {
   return {Text("operator", m.info.op),
           Text("function", m.info.function),
           Text("direction", m.info.backward ? "backward" : "forward"),
-          Text("dtype", DTypeLabel(m.info.dtype)),
+          Text("dtype", DTypeName(m.info.dtype)),
           Text("case", m.info.name),
           Text("shape", m.info.shape),
           Text("calls", m.info.fresh_calls ? "fresh" : "reused"),

@@ -105,10 +105,7 @@ int main(int argc, char** argv) {
   }
   bench::SetStream(stream);
 
-  bench::RegisterScaledMaskedSoftmaxBenchmarks();
-  bench::RegisterGridSampler2DBenchmarks();
-  bench::RegisterMultiScaleDeformableAttentionBenchmarks();
-  bench::RegisterNsaCompressBenchmarks();
+  bench::RegisterAllCaseTables();
   // The display reporter --benchmark_format asks for (the library keeps it), behind one that collects the runs.
   bench::ResultCollector collector(benchmark::CreateDefaultDisplayReporter());
   benchmark::RunSpecifiedBenchmarks(&collector);

@@ -55,14 +55,16 @@ ACLNN_STRICT=1 run_suite "${qemu_cpus[-1]}" strict_tests
 echo "=== the installed package: sample, CANN-style and seed programs built with the plain cross g++ line"
 work="$(mktemp -d "${build}/programs.XXXXXX")"
 cmake --install "${build}" --prefix "${work}/prefix" > /dev/null
-programs=("${root}/examples/sample/main.cpp" "${root}"/tests/install/cann_style/*.cpp)
+programs=("${root}/examples/sample/main.cpp" "${root}"/src/ops/*/test/*_cann_style.cpp)
 seed_programs="$(python3 "${root}/tests/install/extract_seed_program.py" "${work}")"
 read -r -d '' -a seed_list <<< "${seed_programs}" || true
 programs+=("${seed_list[@]}")
 for source in "${programs[@]}"; do
   name="$(basename "${source}" .cpp)"
+  name="${name%_cann_style}"
   [[ "${source}" == */examples/sample/* ]] && name="sample"
-  aarch64-linux-gnu-g++ -std=c++17 -O2 "${source}" -I"${work}/prefix/include" -I"${work}/prefix/include/aclnnop" \
+  aarch64-linux-gnu-g++ -std=c++17 -O2 "${source}" -I"${root}/tests/install/cann_style" -I"${work}/prefix/include" \
+    -I"${work}/prefix/include/aclnnop" \
     -L"${work}/prefix/lib" -lascendcl -lnnopbase -lopapi -o "${work}/${name}"
   for mode in normal strict; do
     strict=0
@@ -80,7 +82,8 @@ for source in "${programs[@]}"; do
     { echo "FAIL: ${name} printed other results in strict mode on aarch64" >&2; exit 1; }
   same_as_x86=""
   if [[ -f "${root}/build/libopapi.so" ]]; then
-    g++ -std=c++17 -O2 "${source}" -I"${root}/include" -I"${root}/include/aclnnop" -L"${root}/build" -lascendcl \
+    g++ -std=c++17 -O2 "${source}" -I"${root}/tests/install/cann_style" -I"${root}/include" \
+      -I"${root}/include/aclnnop" -L"${root}/build" -lascendcl \
       -lnnopbase -lopapi -o "${work}/${name}.x86"
     LD_LIBRARY_PATH="${root}/build" "${work}/${name}.x86" > "${work}/${name}.x86_out" 2>&1 ||
       { echo "FAIL: ${name} on x86 (build/)" >&2; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses of fuzz/ (clang 14, ASan + UBSan, in build-fuzz/) and runs each for a bounded time
-# from a copy of its checked-in corpus (fuzz/corpus/<harness>/; the tree is never modified). Exits non-zero if any
+# Builds the libFuzzer harnesses (fuzz/fuzz_create_tensor.cpp and each operator's src/ops/<op>/fuzz/fuzz_<op>.cpp;
+# clang 14, ASan + UBSan, in build-fuzz/) and runs each for a bounded time from a copy of its checked-in corpus
+# (fuzz/corpus/fuzz_create_tensor/, src/ops/<op>/fuzz/corpus/; the tree is never modified). Exits non-zero if any
 # harness finds a crash, a leak, a timeout or an out-of-memory; prints a summary (executions, coverage) either way.
 #
 #   scripts/fuzz.sh [seconds_per_harness]     (default 30; harnesses run in parallel, one per CPU)
@@ -27,7 +28,13 @@ cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPACL_BUILD_FUZZERS=ON -DPACL_BUILD_TESTS=OFF -DPACL_BUILD_BENCH=OFF -DPACL_BUILD_EXAMPLES=OFF
 cmake --build "${build}" --target pacl_fuzzers
 
-harnesses=(fuzz_create_tensor fuzz_scaled_masked_softmax fuzz_grid_sampler2d fuzz_msda fuzz_nsa_compress)
+# "<harness> <corpus directory>" per line, written by fuzz/CMakeLists.txt from the operators' folders.
+declare -A corpus_of
+harnesses=()
+while read -r harness corpus; do
+  harnesses+=("${harness}")
+  corpus_of["${harness}"]="${corpus}"
+done < "${build}/fuzz/harnesses.txt"
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 artifacts="${build}/fuzz-artifacts"
@@ -42,7 +49,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 run_one() {
   local harness="$1"
   mkdir -p "${work}/corpus/${harness}" "${artifacts}/${harness}"
-  cp -r "${root}/fuzz/corpus/${harness}/." "${work}/corpus/${harness}/" 2> /dev/null || true
+  cp -r "${corpus_of[${harness}]}/." "${work}/corpus/${harness}/" 2> /dev/null || true
   local status=0
   "${build}/fuzz/${harness}" -max_total_time="${seconds}" -timeout=20 -rss_limit_mb=2048 -max_len=512 \
     -print_final_stats=1 -artifact_prefix="${artifacts}/${harness}/" "${work}/corpus/${harness}" \

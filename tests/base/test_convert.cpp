@@ -24,7 +24,7 @@
 #include "base/simd_targets.h"
 #include "hwy/targets.h"  // hwy::TargetName and the HWY_* target bits (header-only parts)
 #include "pacl/convert.h"
-#include "reference/float_formats.h"
+#include "float_formats.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #      and that nothing private (src/internal headers, Highway, OpenMP, sanitizers) leaks into the interface;
 #   2. examples/sample built with find_package(PortableAclnn) (CMAKE_PREFIX_PATH) and run;
 #   3. the same main.cpp built with the plain g++ line of README.md and run with LD_LIBRARY_PATH, and so are the
-#      CANN-style programs of cann_style/ (grid sampler, MSDA, NsaCompress: forward and backward, null strides, a
-#      fresh workspace per call); then all of these again with ACLNN_STRICT=1, which must report nothing
+#      CANN-style programs of the operators (src/ops/<op>/test/<op>_cann_style.cpp, with cann_style/cann_style.h:
+#      forward and backward, null strides, a fresh workspace per call); then all of these again with ACLNN_STRICT=1, which must report nothing
 #      (docs/strict_mode.md); and the sample programs of the specification's source documents (the CANN operator
 #      documents in ../shared/spec/seeds, or PACL_SEEDS_DIR), extracted unchanged, built the same way and run in both
 #      modes with the same output;
@@ -130,18 +130,22 @@ step "(b) plain g++ line, LD_LIBRARY_PATH"
    -lascendcl -lnnopbase -lopapi -o sample_plain) || fail "building main.cpp with the plain g++ line"
 LD_LIBRARY_PATH="${prefix}/lib" run "${work}/sample_plain" || fail "main.cpp (plain g++ build) failed"
 
-step "(b2) CANN-style programs (tests/install/cann_style/), plain g++ line"
-# One per operator beyond the sample's softmax: grid sampler, MSDA, NsaCompress, each forward and backward, written
-# as CANN's samples are (CHECK_RET, null strides, a fresh workspace per call), checked against double precision.
-for program in grid_sampler2d msda nsa_compress; do
-  (cd "${work}" && "${cxx}" -std=c++17 -Wall -Wextra -Werror "${script_dir}/cann_style/${program}.cpp" \
+step "(b2) the operators' CANN-style programs (src/ops/<op>/test/<op>_cann_style.cpp), plain g++ line"
+# Written as CANN's samples are (CHECK_RET, null strides, a fresh workspace per call), each forward and backward,
+# checked against double precision. (The sample itself is the softmax's.)
+cann_programs=()
+for source in "${source_dir}"/src/ops/*/test/*_cann_style.cpp; do
+  program="cann_$(basename "${source}" _cann_style.cpp)"
+  (cd "${work}" && "${cxx}" -std=c++17 -Wall -Wextra -Werror "${source}" -I"${script_dir}/cann_style" \
      -I"${prefix}/include" -I"${prefix}/include/aclnnop" -L"${prefix}/lib" -lascendcl -lnnopbase -lopapi \
-     -o "cann_${program}") || fail "building the CANN-style ${program}.cpp with the plain g++ line"
-  LD_LIBRARY_PATH="${prefix}/lib" run "${work}/cann_${program}" || fail "the CANN-style ${program} program failed"
+     -o "${program}") || fail "building the CANN-style $(basename "${source}") with the plain g++ line"
+  LD_LIBRARY_PATH="${prefix}/lib" run "${work}/${program}" || fail "the CANN-style ${program} program failed"
+  cann_programs+=("${program}")
 done
+[[ ${#cann_programs[@]} -ge 3 ]] || fail "expected the CANN-style programs of at least three operators"
 
 step "(b3) the sample and the CANN-style programs again in strict mode (ACLNN_STRICT=1): they run, nothing reported"
-for program in sample_plain cann_grid_sampler2d cann_msda cann_nsa_compress; do
+for program in sample_plain "${cann_programs[@]}"; do
   LD_LIBRARY_PATH="${prefix}/lib" ACLNN_STRICT=1 run "${work}/${program}" > "${work}/strict.out" 2>&1 ||
     { cat "${work}/strict.out"; fail "${program} failed in strict mode"; }
   if grep -q "ACLNN_STRICT:" "${work}/strict.out"; then

@@ -11,7 +11,7 @@
 
 #include "acl/acl.h"
 #include "pacl/dtype.h"
-#include "reference/float_formats.h"
+#include "float_formats.h"
 
 namespace {
 

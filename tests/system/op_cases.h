@@ -1,12 +1,16 @@
 // One ready-to-run call of each aclnn operator, in each of its dtypes, for the conformance suite and the
 // whole-library tests (concurrency, lifecycle): random inputs in device memory, NaN-prefilled outputs with guard
 // bytes, the call of the operator-call table (op_calls.h) bound to them, and the float64 reference of the outputs.
-// Public API only (plus the test harness of tests/ops/).
+// Public API only (plus the test harness of tests/support/).
+//
+// Filled by registration: each operator's src/ops/<op>/test/<op>_cases.cpp registers a CaseMaker per aclnn function
+// (const CaseRegistration kRegistration({...}) at namespace scope; pacl_op_cases is linked whole).
 #ifndef PACL_TESTS_SYSTEM_OP_CASES_H_
 #define PACL_TESTS_SYSTEM_OP_CASES_H_
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,17 +18,9 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "op_calls.h"
-#include "ops/op_test_util.h"
+#include "op_test_util.h"
 
 namespace systest {
-
-// The operators are named as in the operator-call table (op_calls.h), which every case calls through.
-using opcall::kAllOps;
-using opcall::OpKind;
-using opcall::OpName;
-
-// Every dtype the operator accepts.
-std::vector<aclDataType> OpDTypes(OpKind op);
 
 // How big a case is. kSmall: a few thousand elements, for loops that repeat a call many times. kConcurrency: large
 // enough that every kernel splits its work into several ParallelFor chunks (so the OpenMP path runs), small enough
@@ -64,7 +60,7 @@ class OpCase {
   aclTensor* output(size_t i) const { return outputs_[i].get(); }
   const std::vector<optest::DeviceTensor>& outputs() const { return outputs_; }
   opcall::OpCall call() const { return make_call_(*this); }
-  opcall::Phase2Function phase2() const { return opcall::Phase2Of(opcall::KindOf(call())); }
+  opcall::Phase2Function phase2() const { return call().op().phase2; }
 
   // Phase 1 (aclnnXxxGetWorkspaceSize) on this case's tensors.
   aclnnStatus GetWorkspaceSize(uint64_t* workspace_size, aclOpExecutor** executor) const {
@@ -96,14 +92,39 @@ class OpCase {
   MakeCall make_call_;
 };
 
-// A case of op in dtype; inputs drawn from seed. Layouts vary with variant (contiguous, transposed, padded views),
-// and so do the modes of the operators that have them.
-std::unique_ptr<OpCase> MakeCase(OpKind op, aclDataType dtype, uint64_t seed, int variant, CaseSize size);
+// How the cases of one aclnn function are made: a case in dtype with inputs drawn from seed; layouts vary with
+// variant (contiguous, transposed, padded views), and so do the modes of the operators that have them.
+struct CaseMaker {
+  const opcall::OpInfo* op;         // the function, as the operator-call table names it
+  std::vector<aclDataType> dtypes;  // every dtype it accepts
+  std::unique_ptr<OpCase> (*make)(aclDataType dtype, uint64_t seed, int variant, CaseSize size);
+};
 
-// One case per operator and dtype (24 cases), seeds derived from base_seed.
+// Adds an operator's case makers; its <op>_cases.cpp holds one, at namespace scope.
+class CaseRegistration {
+ public:
+  CaseRegistration(std::initializer_list<CaseMaker> makers);
+};
+
+// Every registered maker, ordered by the function's name.
+const std::vector<CaseMaker>& AllCaseMakers();
+// The maker of the function called name ("ScaledMaskedSoftmax"); fails the test (and returns nullptr) when none.
+const CaseMaker* FindCaseMaker(const std::string& name);
+
+// A case of the function `name` in dtype (FindCaseMaker, then its make); nullptr when none.
+std::unique_ptr<OpCase> MakeCase(const std::string& name, aclDataType dtype, uint64_t seed, int variant,
+                                 CaseSize size);
+
+// For the makers: the layout of a case's operand number `operand` in variant; the case's name,
+// "<op>/<dtype>/v<variant>"; a vector rounded to dtype.
+optest::Layout LayoutFor(int variant, int operand);
+std::string CaseName(const opcall::OpInfo& op, aclDataType dtype, int variant);
+std::vector<double> Rounded(std::vector<double> values, aclDataType dtype);
+
+// One case per operator and dtype, seeds derived from base_seed.
 std::vector<std::unique_ptr<OpCase>> MakeAllCases(uint64_t base_seed, CaseSize size);
-// One case per operator (8 cases), in its dtype number `rotation` (modulo its dtype count): rotations 0 to 3
-// together cover every operator and dtype.
+// One case per operator, in its dtype number `rotation` (modulo its dtype count): rotations 0 to 3 together cover
+// every operator and dtype (no operator has more than four).
 std::vector<std::unique_ptr<OpCase>> MakeOneDTypePerOp(uint64_t base_seed, int rotation, CaseSize size);
 
 }  // namespace systest

@@ -22,7 +22,7 @@
 
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
-#include "ops/op_test_util.h"
+#include "op_test_util.h"
 #include "system/op_cases.h"
 #include "system/system_test_util.h"
 

@@ -19,10 +19,9 @@ namespace {
 
 using systest::CaseSize;
 using systest::OpCase;
-using systest::OpKind;
 
 struct ConformanceCase {
-  OpKind op;
+  const systest::CaseMaker* maker;
   aclDataType dtype;
   int variant;
   CaseSize size;
@@ -30,17 +29,17 @@ struct ConformanceCase {
 
 std::vector<ConformanceCase> AllCases() {
   std::vector<ConformanceCase> cases;
-  for (OpKind op : systest::kAllOps) {
-    for (aclDataType dtype : systest::OpDTypes(op)) {
-      for (int variant = 0; variant < 6; ++variant) cases.push_back({op, dtype, variant, CaseSize::kSmall});
-      cases.push_back({op, dtype, 0, CaseSize::kConcurrency});
+  for (const systest::CaseMaker& maker : systest::AllCaseMakers()) {
+    for (aclDataType dtype : maker.dtypes) {
+      for (int variant = 0; variant < 6; ++variant) cases.push_back({&maker, dtype, variant, CaseSize::kSmall});
+      cases.push_back({&maker, dtype, 0, CaseSize::kConcurrency});
     }
   }
   return cases;
 }
 
 std::string CaseName(const ::testing::TestParamInfo<ConformanceCase>& info) {
-  std::string name = std::string(systest::OpName(info.param.op)) + "_" + optest::DTypeName(info.param.dtype) +
+  std::string name = std::string(info.param.maker->op->name) + "_" + optest::DTypeName(info.param.dtype) +
                      "_v" + std::to_string(info.param.variant) +
                      (info.param.size == CaseSize::kSmall ? "_small" : "_large");
   for (char& c : name) {
@@ -66,8 +65,8 @@ class Conformance : public ::testing::TestWithParam<ConformanceCase> {
 
 TEST_P(Conformance, MatchesTheReferenceWithTheSameBitsTwice) {
   const ConformanceCase& param = GetParam();
-  std::unique_ptr<OpCase> c = systest::MakeCase(param.op, param.dtype, 1234 + static_cast<uint64_t>(param.variant),
-                                                param.variant, param.size);
+  std::unique_ptr<OpCase> c =
+      param.maker->make(param.dtype, 1234 + static_cast<uint64_t>(param.variant), param.variant, param.size);
   // Phase 1 first: a device without an implementation for this operator and dtype says so.
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
@@ -90,5 +89,15 @@ TEST_P(Conformance, MatchesTheReferenceWithTheSameBitsTwice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryOperator, Conformance, ::testing::ValuesIn(AllCases()), CaseName);
+
+// An operator added to the operator-call table (src/ops/<op>/test/<op>_calls.cpp) without conformance cases
+// (<op>_cases.cpp) would silently leave the table, the digests and the whole-library tests.
+TEST(ConformanceTable, EveryOperatorOfTheCallTableHasCases) {
+  for (const opcall::OpInfo* op : opcall::AllOps()) {
+    EXPECT_NE(systest::FindCaseMaker(op->name), nullptr) << op->name;
+  }
+  EXPECT_EQ(systest::AllCaseMakers().size(), opcall::AllOps().size());
+  EXPECT_GE(opcall::AllOps().size(), 8u);
+}
 
 }  // namespace

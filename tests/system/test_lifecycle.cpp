@@ -23,7 +23,7 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnn/opdev/op_errno.h"
-#include "ops/op_test_util.h"
+#include "op_test_util.h"
 #include "system/op_cases.h"
 #include "system/system_test_util.h"
 
@@ -52,7 +52,7 @@ void Reinitialise() {
 // aclDestroyAclOpExecutor) keeps this bounded, intended memory out of the measurements.
 void FillExecutorRegistry() {
   const std::unique_ptr<OpCase> c =
-      systest::MakeCase(systest::OpKind::kScaledMaskedSoftmax, ACL_FLOAT, 1, 0, systest::CaseSize::kSmall);
+      systest::MakeCase("ScaledMaskedSoftmax", ACL_FLOAT, 1, 0, systest::CaseSize::kSmall);
   for (int k = 0; k < 1100; ++k) {
     uint64_t size = 0;
     aclOpExecutor* executor = nullptr;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "ops/op_test_util.h"
+#include "op_test_util.h"
 #include "system/op_cases.h"
 
 namespace {
@@ -83,12 +83,12 @@ std::string OutputDigest(const OpCase& c) {
 // The conformance table's cases and seeds (test_conformance.cpp), named "<op>/<dtype>/v<variant>/<size>".
 std::map<std::string, std::string> ComputeDigests(aclrtStream stream) {
   std::map<std::string, std::string> digests;
-  for (systest::OpKind op : systest::kAllOps) {
-    for (aclDataType dtype : systest::OpDTypes(op)) {
+  for (const systest::CaseMaker& maker : systest::AllCaseMakers()) {
+    for (aclDataType dtype : maker.dtypes) {
       for (CaseSize size : {CaseSize::kSmall, CaseSize::kConcurrency}) {
         for (int variant = 0; variant < (size == CaseSize::kSmall ? 6 : 1); ++variant) {
           const uint64_t seed = 1234 + static_cast<uint64_t>(variant);
-          std::unique_ptr<OpCase> c = systest::MakeCase(op, dtype, seed, variant, size);
+          std::unique_ptr<OpCase> c = maker.make(dtype, seed, variant, size);
           const std::string name = c->name() + (size == CaseSize::kSmall ? "/small" : "/large");
           EXPECT_TRUE(c->RunAndWait(stream)) << name;
           digests[name] = OutputDigest(*c);

@@ -1,0 +1,511 @@
+// NOTE [Multi-scale deformable attention on CUDA]
+//
+// Problem and per-point rules: those of the CPU kernels (see the NOTE in cpu/msda_cpu.cpp). spatialShape and
+// levelStartIndex are device data, read by the kernels and never trusted; a point's corners (pixel position,
+// inside test, weights, derivatives, exact key check) come from msda_corners.h, the code the CPU's generic path
+// runs. A point without a valid corner is dropped (attention weight taken as 0: no output, zero gradients). fp32
+// arithmetic for every dtype; outputs rounded once.
+//
+// Layout: a row is one (image, query, head); one warp per row, lane j owning channels j, j + 32, ... (c <= 256: at
+// most 8 per lane, held in registers), so value rows (b, key, h, :) and output / gradOutput rows are read with
+// adjacent lanes on adjacent channels. The row's points are taken 32 at a time: lane i loads point i's location
+// and attention weight and computes its corners, all lanes at once, and the warp then walks the points in order,
+// each lane receiving point i's corners by shuffle from lane i, so that the loads of a row are in flight together
+// rather than one dependent chain per point.
+// Forward: out = sum over levels, points (ascending), corners k = 0..3 of (attn * weight) * value.
+// Backward, per row: each lane sums over its channels, per point, gradOutput * (the corners' values combined with
+// their weights / x derivatives / y derivatives); a warp butterfly adds the lanes' sums (the same bits in every
+// lane, pacl/cuda_kernels.cuh); gradAttnWeight = the first, gradLocation = attn * W * the second, attn * H * the
+// third. Deterministic: fixed orders only.
+// Backward, gradValue: a scatter from every row into value rows shared by all queries. The deterministic
+// implementation gathers instead, chunk by chunk (a chunk: `chunk_planes` (image, head) planes, and within each a
+// range of at most `chunk_queries` queries, a split fixed by the shape alone): every corner of the chunk becomes an
+// entry (key = plane in chunk * nk + value key, or a sentinel past them when invalid; id = its position in the
+// chunk, rows (plane, query) then point then corner; weight = attn * corner weight), CUB's stable radix sort orders
+// the entries by key (ids ascending within a key), a binary search finds each key's segment, and one thread per
+// (key, channel) adds its segment's weight * gradOutput in that order to the fp32 gradValue sums. Chunks run one
+// after the other on the stream, so each sum's order is fixed by the shape: bit-identical on every run. At the end
+// the sums are rounded into gradValue through its strides. The atomic implementation (only with
+// ACL_OPT_DETERMINISTIC off) adds attn * weight * gradOutput into the same sums with atomicAdd in the row kernel.
+// Workspace: the sums (bs * nh * nk * c fp32) and, deterministic, a chunk's entries (two 8-byte keys, two 4-byte
+// ids and a weight each, chunk_entries <= 2^22 + one row) and segment starts; CUB's scratch comes from the
+// device's stream-ordered pool on the call's stream.
+#include <cstdint>
+
+#include "msda/msda_corners.h"
+#include "msda/msda_params.h"
+#include "pacl/cuda_kernels.cuh"
+#include "pacl/cuda_sort.cuh"
+
+namespace pacl::msda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kRowsPerBlock = kThreads / 32;
+constexpr int kMaxChannelsPerLane = static_cast<int>(kMaxChannels / 32);
+// A chunk's entries: at most this many, plus one row's.
+constexpr int64_t kChunkEntryTarget = int64_t{1} << 22;
+constexpr int64_t kMaxSegmentStarts = int64_t{1} << 26;
+
+struct LevelMap {
+  int64_t height, width, start;
+};
+
+__device__ __forceinline__ int64_t LoadIndex(const TensorDesc& t, int64_t element) {
+  if (t.dtype == ACL_INT32) return static_cast<const int32_t*>(t.data)[element];
+  return static_cast<const int64_t*>(t.data)[element];
+}
+
+// The levels, read once per block into shared memory (threads 0..levels-1).
+__device__ __forceinline__ void LoadLevels(const MsdaInputs& in, int64_t levels, LevelMap* maps) {
+  for (int64_t l = threadIdx.x; l < levels; l += blockDim.x) {
+    const int64_t row = in.spatial_shape.offset + l * in.spatial_shape.strides[0];
+    maps[l].height = LoadIndex(in.spatial_shape, row);
+    maps[l].width = LoadIndex(in.spatial_shape, row + in.spatial_shape.strides[1]);
+    maps[l].start = LoadIndex(in.level_start_index, in.level_start_index.offset + l * in.level_start_index.strides[0]);
+  }
+  __syncthreads();
+}
+
+__device__ __forceinline__ int64_t PointElement(const TensorDesc& t, int64_t b, int64_t q, int64_t h, int64_t l,
+                                                int64_t p) {
+  return t.offset + b * t.strides[0] + q * t.strides[1] + h * t.strides[2] + l * t.strides[3] + p * t.strides[4];
+}
+
+__device__ __forceinline__ int64_t HeadRowElement(const HeadRows& rows, int64_t b, int64_t q, int64_t h, int64_t c) {
+  return rows.desc.offset + b * rows.batch_stride + q * rows.query_stride + h * rows.head_stride +
+         c * rows.channel_stride;
+}
+
+__device__ __forceinline__ int64_t ValueElement(const TensorDesc& v, int64_t b, int64_t key, int64_t h, int64_t c) {
+  return v.offset + b * v.strides[0] + key * v.strides[1] + h * v.strides[2] + c * v.strides[3];
+}
+
+// A sample point of a row: its corners and attention weight, with its level's size. A dropped point (no valid
+// corner) has attn 0 and every key -1.
+struct Point {
+  PointCorners corners;
+  bool kept;
+  float attn;
+  float width, height;
+};
+
+template <class Storage>
+__device__ __forceinline__ Point LoadPoint(const MsdaShape& s, const MsdaInputs& in, const LevelMap& map, int64_t b,
+                                           int64_t q, int64_t h, int64_t l, int64_t p) {
+  Point point;
+  const int64_t at = PointElement(in.location, b, q, h, l, p);
+  const float loc_x = cuda::Load<Storage>(in.location, at);
+  const float loc_y = cuda::Load<Storage>(in.location, at + in.location.strides[5]);
+  point.kept = ComputeCorners(map.height, map.width, map.start, s.keys, loc_x, loc_y, &point.corners);
+  point.attn = point.kept ? cuda::Load<Storage>(in.attn_weight, PointElement(in.attn_weight, b, q, h, l, p)) : 0.0f;
+  point.width = static_cast<float>(map.width);
+  point.height = static_cast<float>(map.height);
+  return point;
+}
+
+struct Row {
+  int64_t b, q, h;
+};
+__device__ __forceinline__ Row RowOf(const MsdaShape& s, int64_t row) {
+  Row r;
+  r.h = row % s.heads;
+  const int64_t bq = row / s.heads;
+  r.q = bq % s.queries;
+  r.b = bq / s.queries;
+  return r;
+}
+
+// Point `index` (level-major: index = level * points + point) of a row, loaded by the lane that owns it; a lane
+// past the row's points holds a dropped point.
+template <class Storage>
+__device__ __forceinline__ Point LoadLanePoint(const MsdaShape& s, const MsdaInputs& in, const LevelMap* maps,
+                                               const Row& r, int64_t index) {
+  Point point{};
+  if (index < s.levels * s.points) {
+    const int64_t l = index / s.points;
+    point = LoadPoint<Storage>(s, in, maps[l], r.b, r.q, r.h, l, index % s.points);
+  }
+  if (!point.kept) {
+    for (int k = 0; k < 4; ++k) point.corners.key[k] = -1;
+    point.attn = 0.0f;
+  }
+  return point;
+}
+
+// Element index of value(b, 0, h, 0): a corner's element is this + key * strides[1] + c * strides[3].
+__device__ __forceinline__ int64_t ValuePlane(const TensorDesc& v, const Row& r) {
+  return v.offset + r.b * v.strides[0] + r.h * v.strides[2];
+}
+
+template <class Storage>
+__global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p, int64_t rows) {
+  __shared__ LevelMap maps[kMaxLevels];
+  const MsdaShape& s = p.shape;
+  LoadLevels(p.in, s.levels, maps);
+  const int lane = threadIdx.x % 32;
+  const int64_t row_points = s.levels * s.points;
+  const TensorDesc& value = p.in.value;
+  for (int64_t row = int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32; row < rows;
+       row += int64_t{gridDim.x} * kRowsPerBlock) {
+    const Row r = RowOf(s, row);
+    const int64_t plane = ValuePlane(value, r);
+    float sum[kMaxChannelsPerLane] = {};
+    for (int64_t first = 0; first < row_points; first += 32) {
+      const Point mine = LoadLanePoint<Storage>(s, p.in, maps, r, first + lane);
+      float mine_w[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) mine_w[k] = mine.attn * mine.corners.weight[k];
+      const int count = row_points - first < 32 ? static_cast<int>(row_points - first) : 32;
+      for (int i = 0; i < count; ++i) {
+        int64_t key[4];
+        float w[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          key[k] = __shfl_sync(0xffffffffu, mine.corners.key[k], i);
+          w[k] = __shfl_sync(0xffffffffu, mine_w[k], i);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (key[k] < 0) continue;
+          const int64_t at = plane + key[k] * value.strides[1];
+#pragma unroll
+          for (int j = 0; j < kMaxChannelsPerLane; ++j) {
+            const int64_t c = lane + 32 * j;
+            if (c >= s.channels) continue;
+            sum[j] += w[k] * cuda::Load<Storage>(value, at + c * value.strides[3]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kMaxChannelsPerLane; ++j) {
+      const int64_t c = lane + 32 * j;
+      if (c < s.channels) cuda::Store<Storage>(p.output.desc, HeadRowElement(p.output, r.b, r.q, r.h, c), sum[j]);
+    }
+  }
+}
+
+// gradAttnWeight and gradLocation of every point of every row; with kAtomic, also the gradValue scatter into sums.
+template <class Storage, bool kAtomic>
+__global__ void __launch_bounds__(kThreads) RowGradKernel(const BackwardParams p, int64_t rows, float* sums) {
+  __shared__ LevelMap maps[kMaxLevels];
+  const MsdaShape& s = p.shape;
+  LoadLevels(p.in, s.levels, maps);
+  const int lane = threadIdx.x % 32;
+  const int64_t row_points = s.levels * s.points;
+  const TensorDesc& value = p.in.value;
+  for (int64_t row = int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32; row < rows;
+       row += int64_t{gridDim.x} * kRowsPerBlock) {
+    const Row r = RowOf(s, row);
+    const int64_t plane = ValuePlane(value, r);
+    float g[kMaxChannelsPerLane];
+#pragma unroll
+    for (int j = 0; j < kMaxChannelsPerLane; ++j) {
+      const int64_t c = lane + 32 * j;
+      g[j] = c < s.channels
+                 ? cuda::Load<Storage>(p.grad_output.desc, HeadRowElement(p.grad_output, r.b, r.q, r.h, c))
+                 : 0.0f;
+    }
+    for (int64_t first = 0; first < row_points; first += 32) {
+      const Point mine = LoadLanePoint<Storage>(s, p.in, maps, r, first + lane);
+      // The warp's sums for this lane's point, kept by the lane when the warp reaches it.
+      float mine_by_weight = 0.0f;
+      float mine_by_dx = 0.0f;
+      float mine_by_dy = 0.0f;
+      const int count = row_points - first < 32 ? static_cast<int>(row_points - first) : 32;
+      for (int i = 0; i < count; ++i) {
+        PointCorners corners;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          corners.key[k] = __shfl_sync(0xffffffffu, mine.corners.key[k], i);
+          corners.weight[k] = __shfl_sync(0xffffffffu, mine.corners.weight[k], i);
+          corners.d_dx[k] = __shfl_sync(0xffffffffu, mine.corners.d_dx[k], i);
+          corners.d_dy[k] = __shfl_sync(0xffffffffu, mine.corners.d_dy[k], i);
+        }
+        const float attn = kAtomic ? __shfl_sync(0xffffffffu, mine.attn, i) : 0.0f;
+        float dot[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          dot[k] = 0.0f;
+          if (corners.key[k] < 0) continue;
+          const int64_t at = plane + corners.key[k] * value.strides[1];
+#pragma unroll
+          for (int j = 0; j < kMaxChannelsPerLane; ++j) {
+            const int64_t c = lane + 32 * j;
+            if (c >= s.channels) continue;
+            dot[k] = fmaf(g[j], cuda::Load<Storage>(value, at + c * value.strides[3]), dot[k]);
+            if (kAtomic) {
+              atomicAdd(sums + ((r.b * s.heads + r.h) * s.keys + corners.key[k]) * s.channels + c,
+                        (attn * corners.weight[k]) * g[j]);
+            }
+          }
+        }
+        float by_weight = 0.0f;
+        float by_dx = 0.0f;
+        float by_dy = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (corners.key[k] < 0) continue;
+          by_weight = fmaf(corners.weight[k], dot[k], by_weight);
+          by_dx = fmaf(corners.d_dx[k], dot[k], by_dx);
+          by_dy = fmaf(corners.d_dy[k], dot[k], by_dy);
+        }
+        by_weight = cuda::WarpSum(by_weight);
+        by_dx = cuda::WarpSum(by_dx);
+        by_dy = cuda::WarpSum(by_dy);
+        if (lane == i) {
+          mine_by_weight = by_weight;
+          mine_by_dx = by_dx;
+          mine_by_dy = by_dy;
+        }
+      }
+      const int64_t index = first + lane;
+      if (index < row_points) {
+        // A dropped point has no valid corner: all three sums are 0 and so are its gradients.
+        const int64_t l = index / s.points;
+        const int64_t pt = index % s.points;
+        const TensorDesc& attn_grad = p.grad_attn_weight;
+        cuda::Store<Storage>(attn_grad, PointElement(attn_grad, r.b, r.q, r.h, l, pt), mine_by_weight);
+        const TensorDesc& loc_grad = p.grad_location;
+        const int64_t at = PointElement(loc_grad, r.b, r.q, r.h, l, pt);
+        cuda::Store<Storage>(loc_grad, at, mine_by_dx * (mine.attn * mine.width));
+        cuda::Store<Storage>(loc_grad, at + loc_grad.strides[5], mine_by_dy * (mine.attn * mine.height));
+      }
+    }
+  }
+}
+
+// One chunk of the deterministic gradValue (see the NOTE): its planes [plane_begin, plane_begin + planes), queries
+// [query_begin, query_begin + queries) of each.
+struct Chunk {
+  int64_t plane_begin, planes, query_begin, queries;
+};
+
+// Entries of a chunk: one thread per (row of the chunk, point).
+template <class Storage>
+__global__ void __launch_bounds__(kThreads)
+    ListEntriesKernel(const BackwardParams p, Chunk chunk, uint64_t* keys, uint32_t* ids, float* weights) {
+  __shared__ LevelMap maps[kMaxLevels];
+  const MsdaShape& s = p.shape;
+  LoadLevels(p.in, s.levels, maps);
+  const int64_t row_points = s.levels * s.points;
+  const int64_t count = chunk.planes * chunk.queries * row_points;
+  const uint64_t sentinel = static_cast<uint64_t>(chunk.planes * s.keys);
+  for (int64_t index = cuda::GridStart(); index < count; index += cuda::GridStride()) {
+    const int64_t point_index = index % row_points;
+    const int64_t chunk_row = index / row_points;
+    const int64_t plane_in_chunk = chunk_row / chunk.queries;
+    const int64_t plane = chunk.plane_begin + plane_in_chunk;
+    const int64_t q = chunk.query_begin + chunk_row % chunk.queries;
+    const int64_t b = plane / s.heads;
+    const int64_t h = plane % s.heads;
+    const int64_t l = point_index / s.points;
+    const Point point = LoadPoint<Storage>(s, p.in, maps[l], b, q, h, l, point_index % s.points);
+    for (int k = 0; k < 4; ++k) {
+      const int64_t e = index * 4 + k;
+      const int64_t key = point.corners.key[k];
+      keys[e] = key >= 0 ? static_cast<uint64_t>(plane_in_chunk * s.keys + key) : sentinel;
+      ids[e] = static_cast<uint32_t>(e);
+      weights[e] = key >= 0 ? point.attn * point.corners.weight[k] : 0.0f;
+    }
+  }
+}
+
+// sums[b, h, key, c] += the key's segment's weight * gradOutput(b, q, h, c), in sorted order: one thread per
+// (plane in chunk, key, channel), channel fastest.
+template <class Storage>
+__global__ void __launch_bounds__(kThreads)
+    GatherKernel(const BackwardParams p, Chunk chunk, const uint32_t* sorted_ids, const float* weights,
+                 const int32_t* starts, float* sums) {
+  const MsdaShape& s = p.shape;
+  const int64_t row_entries = s.levels * s.points * 4;
+  const int64_t count = chunk.planes * s.keys * s.channels;
+  for (int64_t index = cuda::GridStart(); index < count; index += cuda::GridStride()) {
+    const int64_t c = index % s.channels;
+    const int64_t chunk_key = index / s.channels;  // plane in chunk * nk + key
+    const int64_t begin = starts[chunk_key];
+    const int64_t end = starts[chunk_key + 1];
+    if (begin == end) continue;
+    const int64_t plane = chunk.plane_begin + chunk_key / s.keys;
+    const int64_t b = plane / s.heads;
+    const int64_t h = plane % s.heads;
+    // The segment's terms in order, four at a time so that their loads are in flight together.
+    auto term = [&](int64_t e, float* weight, float* grad) {
+      const int64_t q = chunk.query_begin + (e / row_entries) % chunk.queries;
+      *weight = weights[e];
+      *grad = cuda::Load<Storage>(p.grad_output.desc, HeadRowElement(p.grad_output, b, q, h, c));
+    };
+    float sum = 0.0f;
+    int64_t at = begin;
+    for (; at + 4 <= end; at += 4) {
+      int64_t e[4];
+      float weight[4], grad[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) e[u] = sorted_ids[at + u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) term(e[u], &weight[u], &grad[u]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) sum = fmaf(weight[u], grad[u], sum);
+    }
+    for (; at < end; ++at) {
+      float weight, grad;
+      term(sorted_ids[at], &weight, &grad);
+      sum = fmaf(weight, grad, sum);
+    }
+    sums[(plane * s.keys + chunk_key % s.keys) * s.channels + c] += sum;
+  }
+}
+
+// gradValue(b, key, h, c) = sums[b, h, key, c], rounded once.
+template <class Storage>
+__global__ void __launch_bounds__(kThreads) StoreGradValueKernel(const BackwardParams p, const float* sums) {
+  const MsdaShape& s = p.shape;
+  const int64_t count = s.batch * s.heads * s.keys * s.channels;
+  for (int64_t index = cuda::GridStart(); index < count; index += cuda::GridStride()) {
+    const int64_t c = index % s.channels;
+    int64_t rest = index / s.channels;
+    const int64_t key = rest % s.keys;
+    rest /= s.keys;
+    const int64_t h = rest % s.heads;
+    const int64_t b = rest / s.heads;
+    cuda::Store<Storage>(p.grad_value, ValueElement(p.grad_value, b, key, h, c), sums[index]);
+  }
+}
+
+int64_t SumsCount(const MsdaShape& s) { return s.batch * s.heads * s.keys * s.channels; }
+
+template <class Storage>
+aclnnStatus DeterministicGradValue(const BackwardParams& p, void* workspace, float* sums, cudaStream_t stream) {
+  const MsdaShape& s = p.shape;
+  const CudaWorkspacePlan& plan = p.cuda_workspace;
+  float* weights = cuda::WorkspaceArray<float>(workspace, plan.weights);
+  int32_t* starts = cuda::WorkspaceArray<int32_t>(workspace, plan.segment_starts);
+  const int64_t planes = s.batch * s.heads;
+  const int64_t row_entries = s.levels * s.points * 4;
+  for (int64_t plane = 0; plane < planes; plane += plan.chunk_planes) {
+    for (int64_t q = 0; q < s.queries; q += plan.chunk_queries) {
+      Chunk chunk;
+      chunk.plane_begin = plane;
+      chunk.planes = planes - plane < plan.chunk_planes ? planes - plane : plan.chunk_planes;
+      chunk.query_begin = q;
+      chunk.queries = s.queries - q < plan.chunk_queries ? s.queries - q : plan.chunk_queries;
+      const int64_t entries = chunk.planes * chunk.queries * row_entries;
+      const int64_t key_count = chunk.planes * s.keys;
+      uint64_t* keys = cuda::WorkspaceArray<uint64_t>(workspace, plan.keys);
+      uint32_t* ids = cuda::WorkspaceArray<uint32_t>(workspace, plan.entry_ids);
+      ListEntriesKernel<Storage><<<cuda::GridBlocks(entries / 4, kThreads), kThreads, 0, stream>>>(p, chunk, keys,
+                                                                                                  ids, weights);
+      if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "listing the gradValue entries")) return status;
+      cub::DoubleBuffer<uint64_t> sort_keys(keys, keys + plan.chunk_entries);
+      cub::DoubleBuffer<uint32_t> sort_ids(ids, ids + plan.chunk_entries);
+      // Keys are at most key_count (the sentinel of invalid corners).
+      if (aclnnStatus status = cuda::StableSortPairs(kBackwardName, "the gradValue entries", &sort_keys, &sort_ids,
+                                                     entries, static_cast<uint64_t>(key_count), stream)) {
+        return status;
+      }
+      cuda::SegmentStartsKernel<<<cuda::GridBlocks(key_count + 1, kThreads), kThreads, 0, stream>>>(
+          sort_keys.Current(), entries, key_count, starts);
+      GatherKernel<Storage><<<cuda::GridBlocks(key_count * s.channels, kThreads), kThreads, 0, stream>>>(
+          p, chunk, sort_ids.Current(), weights, starts, sums);
+      if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "gathering gradValue")) return status;
+    }
+  }
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, bool deterministic) {
+  if (aclnnStatus status = cuda::Activate(kBackwardName, context)) return status;
+  const MsdaShape& s = p.shape;
+  const int64_t rows = s.batch * s.queries * s.heads;
+  const cudaStream_t stream = cuda::StreamOf(context);
+  return cuda::DispatchFloating</*kWithDouble=*/false>(kBackwardName, p.in.value.dtype, [&](auto storage) {
+    using Storage = decltype(storage);
+    float* sums = cuda::WorkspaceArray<float>(context.workspace, p.cuda_workspace.grad_value_sums);
+    const int64_t sums_count = SumsCount(s);
+    if (sums_count > 0) {
+      const cudaError_t zeroed = cudaMemsetAsync(sums, 0, static_cast<size_t>(sums_count) * sizeof(float), stream);
+      if (zeroed != cudaSuccess) return cuda::LaunchStatus(kBackwardName, "zeroing the gradValue sums");
+    }
+    if (rows > 0) {
+      const unsigned int blocks = cuda::GridBlocks(rows, kRowsPerBlock);
+      if (deterministic) {
+        RowGradKernel<Storage, false><<<blocks, kThreads, 0, stream>>>(p, rows, sums);
+      } else {
+        RowGradKernel<Storage, true><<<blocks, kThreads, 0, stream>>>(p, rows, sums);
+      }
+      if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "the rows' gradients")) return status;
+      if (deterministic && s.channels > 0) {
+        if (aclnnStatus status = DeterministicGradValue<Storage>(p, context.workspace, sums, stream)) return status;
+      }
+    }
+    if (sums_count > 0) {
+      StoreGradValueKernel<Storage><<<cuda::GridBlocks(sums_count, kThreads), kThreads, 0, stream>>>(p, sums);
+    }
+    return cuda::LaunchStatus(kBackwardName, "storing gradValue");
+  });
+}
+
+}  // namespace
+
+aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context) {
+  if (aclnnStatus status = cuda::Activate(kForwardName, context)) return status;
+  const int64_t rows = p.shape.batch * p.shape.queries * p.shape.heads;
+  if (rows == 0 || p.shape.channels == 0) return ACLNN_SUCCESS;
+  const cudaStream_t stream = cuda::StreamOf(context);
+  return cuda::DispatchFloating</*kWithDouble=*/false>(kForwardName, p.in.value.dtype, [&](auto storage) {
+    using Storage = decltype(storage);
+    ForwardKernel<Storage><<<cuda::GridBlocks(rows, kRowsPerBlock), kThreads, 0, stream>>>(p, rows);
+    return cuda::LaunchStatus(kForwardName, "kernel launch");
+  });
+}
+
+uint64_t PlanBackwardCudaAtomic(BackwardParams* params) {
+  CudaWorkspacePlan& plan = params->cuda_workspace;
+  plan = CudaWorkspacePlan{};
+  WorkspaceLayout layout;
+  plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(params->shape)), sizeof(float)));
+  plan.bytes = layout.TotalBytes();
+  return plan.bytes;
+}
+
+uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) {
+  const MsdaShape& s = params->shape;
+  CudaWorkspacePlan& plan = params->cuda_workspace;
+  plan = CudaWorkspacePlan{};
+  const int64_t row_entries = s.levels * s.points * 4;
+  const int64_t rows_target = row_entries > 0 ? (kChunkEntryTarget + row_entries - 1) / row_entries : 1;
+  if (s.queries >= rows_target) {
+    plan.chunk_planes = 1;
+    plan.chunk_queries = rows_target;
+  } else {
+    const int64_t planes = s.batch * s.heads;
+    int64_t chunk_planes = s.queries > 0 ? rows_target / s.queries : planes;
+    const int64_t by_starts = kMaxSegmentStarts / (s.keys + 1);
+    if (chunk_planes > by_starts) chunk_planes = by_starts;
+    if (chunk_planes > planes) chunk_planes = planes;
+    plan.chunk_planes = chunk_planes > 0 ? chunk_planes : 1;
+    plan.chunk_queries = s.queries > 0 ? s.queries : 1;
+  }
+  plan.chunk_entries = plan.chunk_planes * plan.chunk_queries * row_entries;
+  const uint64_t entries = static_cast<uint64_t>(plan.chunk_entries);
+  WorkspaceLayout layout;
+  plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(s)), sizeof(float)));
+  plan.keys = layout.Reserve(2 * entries * sizeof(uint64_t));
+  plan.entry_ids = layout.Reserve(2 * entries * sizeof(uint32_t));
+  plan.weights = layout.Reserve(entries * sizeof(float));
+  const uint64_t chunk_keys = SaturatingMul(static_cast<uint64_t>(plan.chunk_planes), static_cast<uint64_t>(s.keys));
+  plan.segment_starts = layout.Reserve(SaturatingMul(SaturatingAdd(chunk_keys, 1), sizeof(int32_t)));
+  plan.bytes = layout.TotalBytes();
+  return plan.bytes;
+}
+
+aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context) {
+  return RunBackward(params, context, /*deterministic=*/true);
+}
+
+aclnnStatus RunBackwardCudaAtomic(const BackwardParams& params, const KernelContext& context) {
+  return RunBackward(params, context, /*deterministic=*/false);
+}
+
+}  // namespace pacl::msda
