@@ -1,5 +1,5 @@
-// The device seam of the runtime: what each kind of device (cpu/, cuda/) provides, and the table that numbers the
-// devices an application sees.
+// The device seam of the runtime: what each kind of device (cpu/, cuda/) provides, the registry of those kinds
+// (backend_registry.cpp), and the table that numbers the devices an application sees (devices.cpp).
 //
 // NOTE: the runtime's own machinery - contexts, aclrtStreams (a FIFO with a worker thread each), events, the
 // registries that make bad pointers and handles clear errors - is shared by every device. A backend adds memory,
@@ -9,10 +9,11 @@
 // round trip per task; issue 14's kernels can keep the worker ahead with native events).
 //
 // Devices (aclrtGetDeviceCount, aclrtSetDevice), numbered once per process: ACLNN_DEVICE, else the
-// "portable_aclnn"."device" key of aclInit's configuration file, chooses. Unset or "auto": the CUDA GPUs when this
-// build has the CUDA backend and the driver reports at least one, otherwise the CPU alone;
-// "cpu" forces the CPU, "cuda" the GPUs (none visible: no device, every aclrtSetDevice fails with the driver's
-// reason), "cuda,cpu" the GPUs as devices 0..n-1 and the CPU as device n.
+// "portable_aclnn"."device" key of aclInit's configuration file, chooses, by the registry's keys. Unset or "auto":
+// the devices of the first accelerator kind in the registry that has any (CUDA GPUs when this build has the CUDA
+// backend and the driver reports one), otherwise the CPU alone; "cpu" forces the CPU, "<key>" (e.g. "cuda") that
+// kind's devices only (none visible: no device, every aclrtSetDevice fails with the reason), "<key>,cpu" that kind's
+// devices as 0..n-1 and the CPU as device n.
 #ifndef PACL_RUNTIME_BACKEND_H_
 #define PACL_RUNTIME_BACKEND_H_
 
@@ -31,7 +32,8 @@ namespace pacl::rt {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual DeviceKind kind() const = 0;
+  // Whether this is the CPU's backend: host memory, kernels run on the stream's worker thread.
+  virtual bool is_cpu() const { return false; }
 
   // Memory of device `ordinal` (the backend's own numbering). Failures return an aclError and say why in *error
   // (a CUDA failure carries CUDA's error name and text). fence: the work queued when the application freed the
@@ -84,12 +86,29 @@ const std::vector<DeviceEntry>& Devices(std::string* why = nullptr);
 // ACLNN_DEVICE overrides. False (with *error) when the devices were already numbered for another choice.
 bool ConfigureDeviceChoice(const std::string& choice, std::string* error);
 
-Backend& CpuBackend();
-// The CUDA backend, or nullptr when this build has none. *error (if not null) says why there is none.
-Backend* CudaBackend();
-// The CUDA devices the driver reports (0 without a driver or GPU; *why then says why), their names.
-int CudaDeviceCount(std::string* why);
-std::string CudaDeviceName(int ordinal);
+// One kind of device, as the registry lists it. Each backend folder defines one (cpu/cpu_backend.cpp,
+// cuda/cuda_backend.cu; cuda/cuda_absent.cpp in a build without the CUDA backend, so that a choice of "cuda" says why
+// there is no such device instead of being unknown).
+struct BackendKind {
+  const char* key;   // "cpu", "cuda": the word in ACLNN_DEVICE and in the operators' implementation lists
+  const char* name;  // "CPU", "CUDA": in messages
+  // The devices of this kind this process can use; 0 when none, and then *why says why (a build without the backend,
+  // no driver, no device).
+  int (*device_count)(std::string* why);
+  std::string (*device_name)(int ordinal);  // "CUDA device 0: NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
+  Backend* (*backend)();                    // the backend of its devices (device_count > 0 only)
+};
+
+// The registry: every kind of device, the CPU first (DeviceKind::kCpu is index 0, the others follow in order).
+const std::vector<const BackendKind*>& BackendKinds();
+const BackendKind& KindOf(DeviceKind kind);
+
+// The device choices the registry allows ("cpu", "cuda", "cuda,cpu", "auto" with the CPU and CUDA kinds), and
+// whether `choice` is one of them.
+std::vector<std::string> DeviceChoices();
+bool IsDeviceChoice(const std::string& choice);
+// The choices for a message: `cpu, cuda, cuda,cpu or auto`, each between `quote`s.
+std::string DeviceChoicesText(const char* quote);
 
 }  // namespace pacl::rt
 

@@ -1,7 +1,7 @@
 // aclInit's configuration file: a JSON object (CANN's acl.json holds "dump", "profiler" and other sections, which
 // are accepted and ignored here). portable-aclnn reads one section of its own:
 //
-//   {"portable_aclnn": {"device": "cpu"}}      (or "cuda", "cuda,cpu", "auto")
+//   {"portable_aclnn": {"device": "cpu"}}      (or another choice of backend.h: "cuda", "cuda,cpu", "auto")
 //
 // NOTE: the whole file is checked as JSON (RFC 8259: objects, arrays, strings with escapes, numbers, true, false,
 // null; nesting at most 64 deep), so a broken file fails aclInit with the line and column of the first error
@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <string>
 
+#include "backend.h"
 #include "pacl/error.h"
 
 namespace pacl::rt {
@@ -66,7 +67,7 @@ class JsonReader {
     });
   }
 
-  // The "portable_aclnn" section: {"device": "cpu" | "cuda" | "cuda,cpu" | "auto", "strict": true | false}; other
+  // The "portable_aclnn" section: {"device": a device choice (backend.h), "strict": true | false}; other
   // keys are refused (a typo would otherwise be silently ignored).
   bool Section() {
     if (!Peek('{')) return Attribute("\"portable_aclnn\" must be an object, e.g. {\"device\": \"cpu\"}");
@@ -78,13 +79,13 @@ class JsonReader {
       }
       std::string device;
       if (!Peek('"')) {
-        return Attribute("\"portable_aclnn\".\"device\" must be a string: \"cpu\", \"cuda\", \"cuda,cpu\" or \"auto\"");
+        return Attribute(StrFormat("\"portable_aclnn\".\"device\" must be a string: %s",
+                                   DeviceChoicesText("\"").c_str()));
       }
       if (!String(&device)) return false;
-      if (device != "cpu" && device != "cuda" && device != "cuda,cpu" && device != "auto") {
-        return Attribute(StrFormat("\"portable_aclnn\".\"device\" is \"%s\": expected \"cpu\", \"cuda\", "
-                                   "\"cuda,cpu\" or \"auto\"",
-                                   device.c_str()));
+      if (!IsDeviceChoice(device)) {
+        return Attribute(StrFormat("\"portable_aclnn\".\"device\" is \"%s\": expected %s", device.c_str(),
+                                   DeviceChoicesText("\"").c_str()));
       }
       config_->device = device;
       return true;

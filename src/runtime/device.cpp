@@ -206,15 +206,9 @@ aclError aclrtGetCurrentContext(aclrtContext* context) {
 
 namespace pacl::rt {
 
-const char* DeviceKindName(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kCpu:
-      return "CPU";
-    case DeviceKind::kCuda:
-      return "CUDA";
-  }
-  return "unknown device";
-}
+const char* DeviceKindName(DeviceKind kind) { return KindOf(kind).name; }
+
+const char* DeviceKindKey(DeviceKind kind) { return KindOf(kind).key; }
 
 bool DeviceCanAccess(DeviceRef device, const void* p, std::string* why) {
   const std::vector<DeviceEntry>& devices = Devices();

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backend.h"
@@ -17,17 +16,6 @@ struct DeviceTable {
   std::string why_empty;
 };
 
-std::string CpuName() {
-#if defined(__x86_64__)
-  const char* architecture = "x86_64";
-#elif defined(__aarch64__)
-  const char* architecture = "aarch64";
-#else
-  const char* architecture = "unknown architecture";
-#endif
-  return StrFormat("CPU (%s, %u hardware threads)", architecture, std::thread::hardware_concurrency());
-}
-
 // The choice in force: ACLNN_DEVICE when set, else the configuration file's (aclInit), else "auto".
 std::string EffectiveChoice(const std::string& configured) {
   const char* environment = std::getenv("ACLNN_DEVICE");
@@ -35,30 +23,45 @@ std::string EffectiveChoice(const std::string& configured) {
   return configured.empty() ? "auto" : configured;
 }
 
+// The devices of one kind, appended to the table; false (with why) when it has none.
+bool AddDevicesOf(const BackendKind& kind, DeviceKind index, std::vector<DeviceEntry>* devices, std::string* why) {
+  const int count = kind.device_count(why);
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    devices->push_back(DeviceEntry{index, ordinal, kind.device_name(ordinal), kind.backend()});
+  }
+  return count > 0;
+}
+
 DeviceTable BuildTable(const std::string& wanted) {
   DeviceTable table;
-  const bool want_cpu = wanted == "cpu";
-  const bool want_cuda = wanted == "cuda";
-  // Both: the GPUs as devices 0..n-1 (n may be 0), then the CPU as device n: host memory and device memory in one
-  // process, each on its own device (the Python package's choice).
-  const bool want_both = wanted == "cuda,cpu";
-  if (wanted != "auto" && !want_cpu && !want_cuda && !want_both) {
-    table.why_empty = StrFormat("ACLNN_DEVICE=\"%s\" is not a device choice: expected cpu, cuda, cuda,cpu or auto",
-                                wanted.c_str());
+  if (!IsDeviceChoice(wanted)) {
+    table.why_empty = StrFormat("ACLNN_DEVICE=\"%s\" is not a device choice: expected %s", wanted.c_str(),
+                                DeviceChoicesText("").c_str());
     return table;
   }
-  if (!want_cpu) {
+  const std::vector<const BackendKind*>& kinds = BackendKinds();
+  const BackendKind& cpu = *kinds[0];
+  if (wanted == "auto") {
+    // The first accelerator kind that has devices, else the CPU.
+    for (size_t i = 1; i < kinds.size(); ++i) {
+      std::string why;
+      if (AddDevicesOf(*kinds[i], static_cast<DeviceKind>(i), &table.devices, &why)) return table;
+    }
+    AddDevicesOf(cpu, DeviceKind::kCpu, &table.devices, &table.why_empty);
+    return table;
+  }
+  // "<key>" or "<key>,cpu".
+  const std::string key = wanted.substr(0, wanted.find(','));
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (key != kinds[i]->key) continue;
     std::string why;
-    const int gpus = CudaDeviceCount(&why);
-    for (int i = 0; i < gpus; ++i) table.devices.push_back(DeviceEntry{DeviceKind::kCuda, i, CudaDeviceName(i),
-                                                                       CudaBackend()});
-    if (gpus > 0 && !want_both) return table;
-    if (want_cuda) {
-      table.why_empty = StrFormat("ACLNN_DEVICE=cuda, but no CUDA device can be used: %s", why.c_str());
-      return table;
+    if (!AddDevicesOf(*kinds[i], static_cast<DeviceKind>(i), &table.devices, &why) && key == wanted) {
+      table.why_empty = StrFormat("ACLNN_DEVICE=%s, but no %s device can be used: %s", wanted.c_str(),
+                                  kinds[i]->name, why.c_str());
     }
   }
-  table.devices.push_back(DeviceEntry{DeviceKind::kCpu, 0, CpuName(), &CpuBackend()});
+  // Both: the accelerator's devices as 0..n-1 (n may be 0), then the CPU as device n.
+  if (key != wanted) AddDevicesOf(cpu, DeviceKind::kCpu, &table.devices, &table.why_empty);
   return table;
 }
 

@@ -115,7 +115,7 @@ Stream::Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial,
       is_default_(is_default),
       backend_(backend),
       ordinal_(ordinal),
-      hold_(strict::Enabled() && backend->kind() == DeviceKind::kCpu) {
+      hold_(strict::Enabled() && backend->is_cpu()) {
   if (hold_) {
     std::lock_guard<std::mutex> lock(g_held_streams_mutex);
     g_held_streams.push_back(this);

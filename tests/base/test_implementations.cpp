@@ -38,14 +38,20 @@ aclnnStatus Record(const ListedParams& params, const pacl::KernelContext& contex
   return ACLNN_SUCCESS;
 }
 
-const pacl::Implementation<ListedParams> kImplementations[] = {
-    {"cuda", pacl::rt::DeviceKind::kCuda, true, nullptr, nullptr,
+// Two kinds of device contribute their fragments (as an operator's cpu/ and cuda/ folders do), the CUDA one first.
+const pacl::Implementation<ListedParams> kCudaEntries[] = {
+    {"cuda", true, nullptr, nullptr,
      [](const ListedParams& p, const pacl::KernelContext& c) { return Record(p, c, "cuda"); }},
-    {"cpu-fast", pacl::rt::DeviceKind::kCpu, /*deterministic=*/false, FloatOnly, PlanSixtyFour,
+};
+const pacl::Implementation<ListedParams> kCpuEntries[] = {
+    {"cpu-fast", /*deterministic=*/false, FloatOnly, PlanSixtyFour,
      [](const ListedParams& p, const pacl::KernelContext& c) { return Record(p, c, "cpu-fast"); }},
-    {"cpu-half", pacl::rt::DeviceKind::kCpu, /*deterministic=*/true, HalfOnly, nullptr,
+    {"cpu-half", /*deterministic=*/true, HalfOnly, nullptr,
      [](const ListedParams& p, const pacl::KernelContext& c) { return Record(p, c, "cpu-half"); }},
 };
+
+const pacl::ImplementationFragment<ListedParams> kOnCuda("cuda", kCudaEntries);
+const pacl::ImplementationFragment<ListedParams> kOnCpu("cpu", kCpuEntries);
 
 std::string TakeMessages() {
   const char* text = aclGetRecentErrMsg();
@@ -71,7 +77,7 @@ class ImplementationListTest : public ::testing::Test {
     uint64_t workspace_size = 12345;
     aclOpExecutor* executor = nullptr;
     const aclnnStatus status =
-        pacl::BindImplementation(kOp, dtype, params, kImplementations, &workspace_size, &executor);
+        pacl::BindImplementation(kOp, dtype, params, &workspace_size, &executor);
     if (status != ACLNN_SUCCESS) return status;
     std::vector<unsigned char> workspace(workspace_size + 1);
     EXPECT_EQ(pacl::RunExecutor(kOp, workspace.data(), workspace_size, executor, nullptr), ACLNN_SUCCESS)

@@ -38,7 +38,7 @@ class CudaDeviceTest : public ::testing::Test {
     }
     ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS) << TakeErrors();
     set_ = true;
-    if (pacl::rt::CurrentDevice().kind != pacl::rt::DeviceKind::kCuda) {
+    if (std::string(pacl::rt::DeviceKindKey(pacl::rt::CurrentDevice().kind)) != "cuda") {
       GTEST_SKIP() << "device 0 is not a CUDA GPU (a build without the CUDA backend, no GPU, or ACLNN_DEVICE=cpu)";
     }
   }

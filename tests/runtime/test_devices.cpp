@@ -56,7 +56,7 @@ int CudaOrNoDevice() {
   if (status == ACL_SUCCESS) {
     if (count == 0) return 1;
     if (aclrtSetDevice(0) != ACL_SUCCESS) return 2;
-    if (pacl::rt::CurrentDevice().kind != pacl::rt::DeviceKind::kCuda) return 3;
+    if (std::string(pacl::rt::DeviceKindKey(pacl::rt::CurrentDevice().kind)) != "cuda") return 3;
     const char* name = aclrtGetSocName();
     if (name == nullptr || std::string(name).rfind("CUDA device 0", 0) != 0) return 11;
     return aclrtResetDevice(0) == ACL_SUCCESS ? 0 : 4;
@@ -87,7 +87,7 @@ int GpusThenCpu() {
   for (int32_t id = 0; id < static_cast<int32_t>(count); ++id) {
     if (aclrtSetDevice(id) != ACL_SUCCESS) return 2;
     const pacl::rt::DeviceKind kind = pacl::rt::CurrentDevice().kind;
-    if (kind != (id == cpu ? pacl::rt::DeviceKind::kCpu : pacl::rt::DeviceKind::kCuda)) return 3;
+    if (std::string(pacl::rt::DeviceKindKey(kind)) != (id == cpu ? "cpu" : "cuda")) return 3;
   }
   const char* name = aclrtGetSocName();  // the CPU's: the last one set
   if (name == nullptr || std::string(name).rfind("CPU (", 0) != 0) return 4;

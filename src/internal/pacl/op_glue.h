@@ -6,8 +6,8 @@
 //     if (!check.Tensor(x, "x") || !check.OutPointers(workspaceSize, executor)) return check.status();
 //     if (!check.Rank(x->desc, "x", 4)) return check.status();
 //     FooParams params = ...;                       // plain data, copies of the TensorDescs
-//     return pacl::BindImplementation("aclnnFoo", x->desc.dtype, params, kFooImplementations, workspaceSize,
-//                                     executor);     // the first implementation for the current device
+//     return pacl::BindImplementation("aclnnFoo", x->desc.dtype, params, workspaceSize, executor);
+//                                                   // the first implementation for the current device
 //   }
 //   aclnnStatus aclnnFoo(void* workspace, uint64_t size, aclOpExecutor* executor, aclrtStream stream) {
 //     return pacl::RunExecutor("aclnnFoo", workspace, size, executor, stream);
@@ -17,9 +17,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "aclnn/acl_meta.h"
 #include "aclnn/opdev/op_errno.h"
@@ -90,18 +92,54 @@ struct KernelContext {
 // failure (message set).
 using Kernel = std::function<aclnnStatus(const KernelContext& context)>;
 
-// One way to run an operator: an entry of its ordered implementation list (oneDNN's implementation lists; CANN's
-// op_api picks its kernel per chip in phase 1). Phase 1 checks the arguments once for every device, then takes the
-// first entry for the current device that supports the call.
+// One way to run an operator on one kind of device: an entry of its implementation list (oneDNN's implementation
+// lists; CANN's op_api picks its kernel per chip in phase 1). Phase 1 checks the arguments once for every device,
+// then takes the first entry for the current device that supports the call.
 template <class Params>
 struct Implementation {
-  const char* name;            // "cpu", "cuda": for messages and tests
-  rt::DeviceKind device;
+  const char* name;            // "cpu", "cuda-atomic": for messages and tests
   bool deterministic;          // the same bits on every run; skipped when ACL_OPT_DETERMINISTIC is on
   bool (*supports)(const Params& params);  // nullptr: every call phase 1 accepts
   uint64_t (*plan)(Params* params);        // fills the device's part of params (workspace layout); returns the
                                            // workspace bytes; nullptr: none needed
   aclnnStatus (*run)(const Params& params, const KernelContext& context);
+};
+
+// The implementations of one aclnn function, device by device. Each kind of device contributes its entries, in
+// order of preference, from its own folder of the operator (cpu/<op>_cpu_impls.cpp, cuda/<op>_cuda_impls.cpp)
+// through an ImplementationFragment at namespace scope, so a device is added without editing a shared list (as
+// oneDNN keeps its GPU lists apart from the CPU's). Filled while libopapi is loaded, read-only afterwards.
+template <class Params>
+class ImplementationList {
+ public:
+  struct Fragment {
+    const char* device;  // the registry key of the kind of device: "cpu", "cuda"
+    const Implementation<Params>* entries;
+    size_t count;
+  };
+  void Add(const Fragment& fragment) { fragments_.push_back(fragment); }
+  const std::vector<Fragment>& fragments() const { return fragments_; }
+
+ private:
+  std::vector<Fragment> fragments_;
+};
+
+// The list of the aclnn function whose parameters are Params (every function has a parameter type of its own).
+template <class Params>
+ImplementationList<Params>& ImplementationsOf() {
+  static ImplementationList<Params>* const list = new ImplementationList<Params>;  // never destroyed
+  return *list;
+}
+
+// Adds one kind of device's entries to the list of Params' function:
+//   const ImplementationFragment<ForwardParams> kForwardOnCpu("cpu", kForwardEntries);
+template <class Params>
+class ImplementationFragment {
+ public:
+  template <size_t N>
+  ImplementationFragment(const char* device, const Implementation<Params> (&entries)[N]) {
+    ImplementationsOf<Params>().Add({device, entries, N});
+  }
 };
 
 // Phase 1's last step: stores workspace_size in *workspace_size_out and a new executor in *executor_out.
@@ -118,7 +156,7 @@ PACL_INTERNAL_API aclnnStatus RunExecutor(const char* op_name, void* workspace, 
                                           aclOpExecutor* executor, aclrtStream stream);
 
 // Adapters for the entries of CPU kernels written as Run(params, workspace) with a workspace plan member:
-//   {"cpu", rt::DeviceKind::kCpu, true, nullptr, PlanInto<FooParams, PlanFooWorkspace>,
+//   {"cpu", /*deterministic=*/true, nullptr, PlanInto<FooParams, PlanFooWorkspace>,
 //    RunWithWorkspace<FooParams, RunFooCpu>}
 template <class Params, aclnnStatus (*kKernel)(const Params&, void*)>
 aclnnStatus RunWithWorkspace(const Params& params, const KernelContext& context) {
@@ -143,27 +181,30 @@ PACL_INTERNAL_API BindingTarget CurrentBindingTarget();
 PACL_INTERNAL_API aclnnStatus FailNoImplementation(const char* op_name, aclDataType dtype, const BindingTarget& target,
                                                    bool skipped_nondeterministic);
 
-// Phase 1's last step for an operator with an implementation list: the first entry for the current device (and
+// Phase 1's last step: of the implementation list of Params' function, the first entry for the current device (and
 // deterministic when that is required) whose supports() accepts params plans its workspace and becomes the kernel
 // of a new executor (CreateExecutor). dtype names the call in the failure message when no entry fits.
-template <class Params, size_t N>
-aclnnStatus BindImplementation(const char* op_name, aclDataType dtype, Params params,
-                               const Implementation<Params> (&implementations)[N], uint64_t* workspace_size_out,
+template <class Params>
+aclnnStatus BindImplementation(const char* op_name, aclDataType dtype, Params params, uint64_t* workspace_size_out,
                                aclOpExecutor** executor_out) {
   const BindingTarget target = CurrentBindingTarget();
+  const char* device = rt::DeviceKindKey(target.device.kind);
   bool skipped_nondeterministic = false;
-  for (const Implementation<Params>& implementation : implementations) {
-    if (implementation.device != target.device.kind) continue;
-    if (implementation.supports != nullptr && !implementation.supports(params)) continue;
-    if (target.deterministic_only && !implementation.deterministic) {
-      skipped_nondeterministic = true;
-      continue;
+  for (const auto& fragment : ImplementationsOf<Params>().fragments()) {
+    if (std::strcmp(fragment.device, device) != 0) continue;
+    for (size_t i = 0; i < fragment.count; ++i) {
+      const Implementation<Params>& implementation = fragment.entries[i];
+      if (implementation.supports != nullptr && !implementation.supports(params)) continue;
+      if (target.deterministic_only && !implementation.deterministic) {
+        skipped_nondeterministic = true;
+        continue;
+      }
+      const uint64_t workspace_bytes = implementation.plan != nullptr ? implementation.plan(&params) : 0;
+      auto run = implementation.run;
+      return CreateExecutor(
+          op_name, workspace_bytes, [params, run](const KernelContext& context) { return run(params, context); },
+          workspace_size_out, executor_out, target.device);
     }
-    const uint64_t workspace_bytes = implementation.plan != nullptr ? implementation.plan(&params) : 0;
-    auto run = implementation.run;
-    return CreateExecutor(
-        op_name, workspace_bytes, [params, run](const KernelContext& context) { return run(params, context); },
-        workspace_size_out, executor_out, target.device);
   }
   return FailNoImplementation(op_name, dtype, target, skipped_nondeterministic);
 }

@@ -54,9 +54,12 @@ PACL_INTERNAL_API void LeaveParallelRegion();
 // application turns the option off (then a device may use faster kernels whose results vary from run to run).
 PACL_INTERNAL_API bool DeterministicEnabled();
 
-// The kinds of device an operator implementation runs on.
-enum class DeviceKind : int { kCpu = 0, kCuda = 1 };
-PACL_INTERNAL_API const char* DeviceKindName(DeviceKind kind);  // "CPU", "CUDA"
+// A kind of device: the place of its backend in the runtime's registry (src/runtime/backend_registry.cpp). The CPU
+// is kind 0 in every build, the only one the runtime and the operators name in code; every other kind is known by
+// its registry key ("cuda"), which is also the word ACLNN_DEVICE and the operators' implementation lists use.
+enum class DeviceKind : int { kCpu = 0 };
+PACL_INTERNAL_API const char* DeviceKindName(DeviceKind kind);  // for messages: "CPU", "CUDA"
+PACL_INTERNAL_API const char* DeviceKindKey(DeviceKind kind);   // the registry key: "cpu", "cuda"
 
 // A device as the operator layer sees it: its kind, its aclrt device id, and its name for messages ("CPU",
 // "CUDA device 0 (NVIDIA H100 ...)").

@@ -1,6 +1,6 @@
-// The aclnn entry points of GridSampler2D (forward) and GridSampler2DBackward:
-// phase 1 validates the arguments (reading no tensor data) and binds plain-data parameters to the implementation for
-// the current device (grid_sampler2d_impls.cpp), which plans the workspace; phase 2 runs the executor on a stream.
+// The aclnn entry points of GridSampler2D (forward) and GridSampler2DBackward: phase 1 validates the arguments (reading
+// no tensor data) and binds plain-data parameters to the implementation for the current device (the first entry of its
+// implementation list that fits: cpu/, cuda/), which plans the workspace; phase 2 runs the executor on a stream.
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -125,7 +125,7 @@ extern "C" aclnnStatus aclnnGridSampler2DGetWorkspaceSize(const aclTensor* input
   params.input = gs::Operand(input_desc);
   params.grid = gs::Operand(grid_desc);
   params.out = gs::Operand(out_desc);
-  return gs::BindForward(params, workspaceSize, executor);
+  return pacl::BindImplementation(gs::kForwardName, params.input.desc.dtype, params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnGridSampler2D(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -200,7 +200,8 @@ extern "C" aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(const aclTenso
   params.grid = gs::Operand(grid_desc);
   params.input_grad = gs::Operand(input_grad_desc);
   params.grid_grad = gs::Operand(grid_grad_desc);
-  return gs::BindBackward(params, workspaceSize, executor);
+  return pacl::BindImplementation(gs::kBackwardName, params.input.desc.dtype, params, workspaceSize,
+                                  executor);
 }
 
 extern "C" aclnnStatus aclnnGridSampler2DBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

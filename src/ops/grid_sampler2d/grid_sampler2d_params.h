@@ -53,19 +53,6 @@ struct WorkspacePlan {
   uint64_t bytes = 0;            // total, including 64 bytes of slack to align the caller's pointer
 };
 
-// The CUDA backward's workspace (byte offsets from the workspace start rounded up to 64 bytes; -1 when unused):
-// the deterministic inputGrad gathers through a sort of the taps by input element (see the NOTE in
-// cuda/grid_sampler2d_cuda.cu); the atomic one accumulates into a compute-type copy of inputGrad.
-struct CudaWorkspacePlan {
-  int64_t tap_count = 0;      // E = N * Hout * Wout * K * K
-  int64_t keys = -1;          // uint64 [2][E]: the input element each tap adds to (double buffer of the sort)
-  int64_t tap_ids = -1;       // int64 [2][E]: the taps, sorted along
-  int64_t weights = -1;       // compute type [E]: each tap's weight
-  int64_t segment_starts = -1;  // int64 [N * Hin * Win + 1]: where each input element's taps begin
-  int64_t accumulator = -1;   // compute type [N][C][Hin][Win] (the atomic implementation)
-  uint64_t bytes = 0;
-};
-
 struct ForwardParams {
   SamplerShape shape;
   SamplerModes modes;
@@ -87,17 +74,11 @@ struct BackwardParams {
   SamplerOperand input_grad;
   SamplerOperand grid_grad;
   WorkspacePlan workspace;
-  CudaWorkspacePlan cuda_workspace;
 };
 
 inline constexpr const char* kForwardName = "aclnnGridSampler2D";
 inline constexpr const char* kBackwardName = "aclnnGridSampler2DBackward";
 
-// Phase 1's last step (grid_sampler2d_impls.cpp): binds the call to the first implementation for the current device
-// in a new executor (the implementation fills in its part of params: channel blocks, workspace); 161002 when the
-// device has none.
-aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
-aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
 
 // The CPU implementation's planning (cpu/grid_sampler2d_cpu_plan.cpp): the channel block size of the backward,
 // and both workspace layouts.
@@ -112,17 +93,6 @@ WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params);
 // They return ACLNN_SUCCESS; they read and write only the elements of the views (and the workspace).
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace);
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace);
-
-// The CUDA implementations (cuda/grid_sampler2d_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA), enqueued
-// on the context's CUDA stream. The backward has two: deterministic (a sort of the taps, then a gather; the
-// default) and atomic (float atomics, chosen only when ACL_OPT_DETERMINISTIC is turned off). A plan returns the
-// workspace bytes; Supports is false when the tap count overflows.
-aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
-bool SupportsBackwardCuda(const BackwardParams& params);
-uint64_t PlanBackwardCudaDeterministic(BackwardParams* params);
-uint64_t PlanBackwardCudaAtomic(BackwardParams* params);
-aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context);
-aclnnStatus RunBackwardCudaAtomic(const BackwardParams& params, const KernelContext& context);
 
 }  // namespace pacl::grid_sampler2d
 

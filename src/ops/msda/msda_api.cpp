@@ -1,7 +1,8 @@
-// The aclnn entry points of MultiScaleDeformableAttnFunction (forward) and MultiScaleDeformableAttentionGrad:
-// phase 1 validates the arguments (reading no tensor data: spatialShape and levelStartIndex are device data, only
-// their shapes and dtypes are checked here) and binds plain-data parameters to the implementation for the current
-// device (msda_impls.cpp), which plans the workspace; phase 2 runs the executor on a stream.
+// The aclnn entry points of MultiScaleDeformableAttnFunction (forward) and MultiScaleDeformableAttentionGrad: phase 1
+// validates the arguments (reading no tensor data: spatialShape and levelStartIndex are device data, only their shapes
+// and dtypes are checked here) and binds plain-data parameters to the implementation for the current device (the first
+// entry of its implementation list that fits: cpu/, cuda/), which plans the workspace; phase 2 runs the executor on a
+// stream.
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -160,7 +161,7 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize(
     return check.status();
   }
   params.in = in;
-  return msda::BindForward(params, workspaceSize, executor);
+  return pacl::BindImplementation(msda::kForwardName, params.in.value.dtype, params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnMultiScaleDeformableAttnFunction(void* workspace, uint64_t workspaceSize,
@@ -215,7 +216,8 @@ extern "C" aclnnStatus aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize(
   params.grad_value = grad_value;
   params.grad_location = grad_location;
   params.grad_attn_weight = grad_attn;
-  return msda::BindBackward(params, workspaceSize, executor);
+  return pacl::BindImplementation(msda::kBackwardName, params.in.value.dtype, params, workspaceSize,
+                                  executor);
 }
 
 extern "C" aclnnStatus aclnnMultiScaleDeformableAttentionGrad(void* workspace, uint64_t workspaceSize,

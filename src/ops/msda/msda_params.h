@@ -62,21 +62,6 @@ struct WorkspacePlan {
   uint64_t bytes = 0;
 };
 
-// The CUDA backward's workspace (byte offsets from the workspace start rounded up to 64 bytes; -1 when unused; see
-// the NOTE in cuda/msda_cuda.cu). The gradValue sums are gathered chunk by chunk: a chunk is `chunk_planes`
-// (image, head) planes and, within each, a range of at most `chunk_queries` queries.
-struct CudaWorkspacePlan {
-  int64_t chunk_planes = 1;
-  int64_t chunk_queries = 1;
-  int64_t chunk_entries = 0;     // the most (corner) entries of one chunk
-  int64_t grad_value_sums = -1;  // fp32 (batch, heads, keys, channels)
-  int64_t keys = -1;             // uint64 [2][chunk_entries]
-  int64_t entry_ids = -1;        // uint32 [2][chunk_entries]
-  int64_t weights = -1;          // fp32 [chunk_entries]
-  int64_t segment_starts = -1;   // int32 [chunk_planes * keys + 1]
-  uint64_t bytes = 0;
-};
-
 // The inputs both operators take.
 struct MsdaInputs {
   TensorDesc value;
@@ -101,17 +86,12 @@ struct BackwardParams {
   TensorDesc grad_location;
   TensorDesc grad_attn_weight;
   WorkspacePlan workspace;
-  CudaWorkspacePlan cuda_workspace;
 };
 
 // Phase-1 planning (from the shapes and dtypes only).
 inline constexpr const char* kForwardName = "aclnnMultiScaleDeformableAttnFunction";
 inline constexpr const char* kBackwardName = "aclnnMultiScaleDeformableAttentionGrad";
 
-// Phase 1's last step (msda_impls.cpp): binds the call to the first implementation for the current device in a new
-// executor (the implementation plans its workspace into params); 161002 when the device has none.
-aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
-aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
 
 // The CPU implementation's workspace plans (cpu/msda_cpu_plan.cpp).
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params);
@@ -127,15 +107,6 @@ bool VectorKernelsTake(const MsdaShape& shape, aclDataType dtype);
 WorkspacePlan PlanGenericBackwardWorkspace(const BackwardParams& params);
 aclnnStatus RunForwardCpuGeneric(const ForwardParams& params, void* workspace);
 aclnnStatus RunBackwardCpuGeneric(const BackwardParams& params, void* workspace);
-
-// The CUDA implementations (cuda/msda_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA), enqueued on the
-// context's CUDA stream. The backward has two: deterministic (gradValue gathered through a sort of the corner
-// entries; the default) and atomic (float atomics, only when ACL_OPT_DETERMINISTIC is turned off).
-aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
-uint64_t PlanBackwardCudaDeterministic(BackwardParams* params);
-uint64_t PlanBackwardCudaAtomic(BackwardParams* params);
-aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context);
-aclnnStatus RunBackwardCudaAtomic(const BackwardParams& params, const KernelContext& context);
 
 }  // namespace pacl::msda
 

@@ -1,7 +1,7 @@
-// The aclnn entry points of NsaCompress (forward) and NsaCompressGrad: phase 1 validates the arguments (actSeqLen is
-// a host array and is read here; no tensor data is), lists the sequences and their blocks and binds plain-data
-// parameters to the implementation for the current device (nsa_compress_impls.cpp), which plans the workspace;
-// phase 2 runs the executor on a stream.
+// The aclnn entry points of NsaCompress (forward) and NsaCompressGrad: phase 1 validates the arguments (actSeqLen is a
+// host array and is read here; no tensor data is), lists the sequences and their blocks and binds plain-data parameters
+// to the implementation for the current device (the first entry of its implementation list that fits: cpu/, cuda/),
+// which plans the workspace; phase 2 runs the executor on a stream.
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -141,7 +141,7 @@ extern "C" aclnnStatus aclnnNsaCompressGetWorkspaceSize(const aclTensor* input, 
   params.input = input->desc;
   params.weight = weight->desc;
   params.output = output->desc;
-  return nsa::BindForward(params, workspaceSize, executor);
+  return pacl::BindImplementation(nsa::kForwardName, params.input.dtype, params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnNsaCompress(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -182,7 +182,7 @@ extern "C" aclnnStatus aclnnNsaCompressGradGetWorkspaceSize(
   params.weight = weight->desc;
   params.input_grad = inputGradOut->desc;
   params.weight_grad = weightGradOut->desc;
-  return nsa::BindBackward(params, workspaceSize, executor);
+  return pacl::BindImplementation(nsa::kBackwardName, params.input.dtype, params, workspaceSize, executor);
 }
 
 extern "C" aclnnStatus aclnnNsaCompressGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

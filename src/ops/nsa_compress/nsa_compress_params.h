@@ -70,23 +70,12 @@ struct BackwardParams {
 inline constexpr const char* kForwardName = "aclnnNsaCompress";
 inline constexpr const char* kBackwardName = "aclnnNsaCompressGrad";
 
-// Phase 1's last step (nsa_compress_impls.cpp): binds the call to the first implementation for the current device
-// in a new executor (the implementation plans its workspace into params); 161002 when the device has none.
-aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
-aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
 
 // The CPU implementation's workspace plan of the backward (cpu/nsa_compress_cpu_plan.cpp).
 WorkspacePlan PlanBackwardWorkspace(const NsaShape& s);
 
 aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace);
 aclnnStatus RunBackwardCpu(const BackwardParams& params, void* workspace);
-
-// The CUDA implementation (cuda/nsa_compress_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA), enqueued on
-// the context's CUDA stream, with its workspace plans.
-uint64_t PlanForwardCuda(ForwardParams* params);
-uint64_t PlanBackwardCuda(BackwardParams* params);
-aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
-aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& context);
 
 }  // namespace pacl::nsa_compress
 

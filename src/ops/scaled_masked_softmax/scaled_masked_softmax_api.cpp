@@ -118,7 +118,8 @@ extern "C" aclnnStatus aclnnScaledMaskedSoftmaxGetWorkspaceSize(const aclTensor*
   params.x = sms::Operand(x_desc);
   params.y = sms::Operand(y_desc);
   if (!sms::MaskOperand(check, mask_desc, x_desc, &params.mask)) return check.status();
-  return sms::BindForward(params, workspaceSize, executor);
+  return pacl::BindImplementation(sms::kForwardName, params.x.desc.dtype, params, workspaceSize,
+                                  executor);
 }
 
 extern "C" aclnnStatus aclnnScaledMaskedSoftmax(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -159,7 +160,8 @@ extern "C" aclnnStatus aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize(const ac
   params.y = sms::Operand(y_desc);
   params.out = sms::Operand(out_desc);
   if (!sms::MaskOperand(check, mask_desc, dy_desc, &params.mask)) return check.status();
-  return sms::BindBackward(params, workspaceSize, executor);
+  return pacl::BindImplementation(sms::kBackwardName, params.grad_output.desc.dtype, params, workspaceSize,
+                                  executor);
 }
 
 extern "C" aclnnStatus aclnnScaledMaskedSoftmaxBackward(void* workspace, uint64_t workspaceSize,

@@ -58,19 +58,10 @@ struct BackwardParams {
 inline constexpr const char* kForwardName = "aclnnScaledMaskedSoftmax";
 inline constexpr const char* kBackwardName = "aclnnScaledMaskedSoftmaxBackward";
 
-// Phase 1's last step (scaled_masked_softmax_impls.cpp): binds the call to the first implementation for the current
-// device in a new executor; 161002 when the device has none.
-aclnnStatus BindForward(const ForwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
-aclnnStatus BindBackward(const BackwardParams& params, uint64_t* workspace_size, aclOpExecutor** executor);
 
 // The CPU kernels (phase 2). They return ACLNN_SUCCESS; they read and write only the elements of the views.
 aclnnStatus RunForwardCpu(const ForwardParams& params);
 aclnnStatus RunBackwardCpu(const BackwardParams& params);
-
-// The CUDA kernels (cuda/scaled_masked_softmax_cuda.cu; built with the CUDA backend, PACL_WITH_CUDA): enqueued on
-// the context's CUDA stream.
-aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
-aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& context);
 
 }  // namespace pacl::scaled_masked_softmax
 

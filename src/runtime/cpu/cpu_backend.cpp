@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "../backend.h"
@@ -51,7 +52,7 @@ bool TransparentHugePagesEnabled() {
 
 class CpuDevice final : public Backend {
  public:
-  DeviceKind kind() const override { return DeviceKind::kCpu; }
+  bool is_cpu() const override { return true; }
 
   aclError Malloc(int, size_t size, bool huge_pages, void** ptr, std::string* error) override {
     *ptr = strict::EnabledFromNowOn() ? strict::Allocate(size, error)
@@ -124,11 +125,30 @@ class CpuDevice final : public Backend {
   bool IsDeviceOnlyMemory(const void*, std::string*) override { return false; }
 };
 
+Backend* CpuBackend() {
+  static CpuDevice* const device = new CpuDevice;  // never destroyed: used until process exit
+  return device;
+}
+
+// One CPU device: the whole machine (its threads: ACLNN_NUM_THREADS).
+int CpuDeviceCount(std::string*) { return 1; }
+
+std::string CpuDeviceName(int) {
+#if defined(__x86_64__)
+  const char* architecture = "x86_64";
+#elif defined(__aarch64__)
+  const char* architecture = "aarch64";
+#else
+  const char* architecture = "unknown architecture";
+#endif
+  return StrFormat("CPU (%s, %u hardware threads)", architecture, std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
-Backend& CpuBackend() {
-  static CpuDevice* const device = new CpuDevice;  // never destroyed: used until process exit
-  return *device;
+const BackendKind& CpuBackendKind() {
+  static const BackendKind kind{"cpu", "CPU", CpuDeviceCount, CpuDeviceName, CpuBackend};
+  return kind;
 }
 
 }  // namespace pacl::rt

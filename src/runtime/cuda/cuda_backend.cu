@@ -55,7 +55,6 @@ aclError Check(cudaError_t status, const char* what, std::string* error) {
 
 class CudaDevice final : public Backend {
  public:
-  DeviceKind kind() const override { return DeviceKind::kCuda; }
 
   aclError Malloc(int ordinal, size_t size, bool, void** ptr, std::string* error) override {
     cudaStream_t pool_stream = nullptr;
@@ -238,8 +237,6 @@ class CudaDevice final : public Backend {
   std::vector<cudaStream_t> pool_streams_;  // never destroyed: frees may come until process exit
 };
 
-}  // namespace
-
 Backend* CudaBackend() {
   static CudaDevice* const device = new CudaDevice;  // never destroyed: used until process exit
   return device;
@@ -261,6 +258,13 @@ std::string CudaDeviceName(int ordinal) {
   if (cudaGetDeviceProperties(&properties, ordinal) != cudaSuccess) return StrFormat("CUDA device %d", ordinal);
   return StrFormat("CUDA device %d: %s (sm_%d%d, %.1f GiB)", ordinal, properties.name, properties.major,
                    properties.minor, static_cast<double>(properties.totalGlobalMem) / (1 << 30));
+}
+
+}  // namespace
+
+const BackendKind& CudaBackendKind() {
+  static const BackendKind kind{"cuda", "CUDA", CudaDeviceCount, CudaDeviceName, CudaBackend};
+  return kind;
 }
 
 }  // namespace pacl::rt

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "grid_sampler2d/cuda/grid_sampler2d_cuda.h"
 #include "grid_sampler2d/grid_sampler2d_params.h"
 #include "grid_sampler2d/grid_sampler2d_taps_math.h"
 #include "pacl/cuda_kernels.cuh"
@@ -356,11 +357,42 @@ int64_t TapCount(const BackwardParams& params) {
   return count;
 }
 
+// The workspace layouts (grid_sampler2d_cuda.h), from the parameters alone: phase 1 sizes the workspace with them,
+// phase 2 finds its arrays.
+CudaWorkspacePlan DeterministicPlan(const BackwardParams& params) {
+  CudaWorkspacePlan plan;
+  if (!params.want_input_grad) return plan;
+  const SamplerShape& s = params.shape;
+  const uint64_t taps = static_cast<uint64_t>(TapCount(params));
+  const uint64_t compute_bytes = ComputeBytes(params.input.desc.dtype);
+  plan.tap_count = static_cast<int64_t>(taps);
+  WorkspaceLayout layout;
+  plan.keys = layout.Reserve(SaturatingMul(2 * taps, sizeof(uint64_t)));
+  plan.tap_ids = layout.Reserve(SaturatingMul(2 * taps, sizeof(int64_t)));
+  plan.weights = layout.Reserve(SaturatingMul(taps, compute_bytes));
+  plan.segment_starts = layout.Reserve(
+      SaturatingMul(SaturatingAdd(static_cast<uint64_t>(s.batch * s.in_height * s.in_width), 1), sizeof(int64_t)));
+  plan.bytes = layout.TotalBytes();
+  return plan;
+}
+
+CudaWorkspacePlan AtomicPlan(const BackwardParams& params) {
+  CudaWorkspacePlan plan;
+  if (!params.want_input_grad) return plan;
+  const SamplerShape& s = params.shape;
+  WorkspaceLayout layout;
+  const uint64_t images = SaturatingMul(static_cast<uint64_t>(s.batch), static_cast<uint64_t>(s.channels));
+  const uint64_t elements = SaturatingMul(images, static_cast<uint64_t>(s.in_height * s.in_width));
+  plan.accumulator = layout.Reserve(SaturatingMul(elements, ComputeBytes(params.input.desc.dtype)));
+  plan.bytes = layout.TotalBytes();
+  return plan;
+}
+
 // The deterministic inputGrad: steps 1 to 4 of the NOTE.
 template <class Storage, int K>
 aclnnStatus DeterministicInputGrad(const BackwardParams& p, void* workspace, cudaStream_t stream) {
   using T = cuda::ComputeType<Storage>;
-  const CudaWorkspacePlan& plan = p.cuda_workspace;
+  const CudaWorkspacePlan plan = DeterministicPlan(p);
   const SamplerShape& s = p.shape;
   const int64_t pixels = s.batch * s.out_height * s.out_width;
   const int64_t elements = s.batch * s.in_height * s.in_width;
@@ -394,7 +426,7 @@ aclnnStatus AtomicInputGrad(const BackwardParams& p, void* workspace, cudaStream
   const SamplerShape& s = p.shape;
   const int64_t pixels = s.batch * s.out_height * s.out_width;
   const int64_t count = s.batch * s.channels * s.in_height * s.in_width;
-  T* accumulator = cuda::WorkspaceArray<T>(workspace, p.cuda_workspace.accumulator);
+  T* accumulator = cuda::WorkspaceArray<T>(workspace, AtomicPlan(p).accumulator);
   const cudaError_t zeroed = cudaMemsetAsync(accumulator, 0, static_cast<size_t>(count) * sizeof(T), stream);
   if (zeroed != cudaSuccess) return cuda::LaunchStatus(kBackwardName, "zeroing the accumulator");
   ScatterInputGradKernel<Storage, K><<<cuda::GridBlocks(pixels, kThreads), kThreads, 0, stream>>>(p, pixels,
@@ -453,36 +485,9 @@ aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context)
 
 bool SupportsBackwardCuda(const BackwardParams& params) { return TapCount(params) >= 0; }
 
-uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) {
-  CudaWorkspacePlan& plan = params->cuda_workspace;
-  plan = CudaWorkspacePlan{};
-  if (!params->want_input_grad) return 0;
-  const SamplerShape& s = params->shape;
-  const uint64_t taps = static_cast<uint64_t>(TapCount(*params));
-  const uint64_t compute_bytes = ComputeBytes(params->input.desc.dtype);
-  plan.tap_count = static_cast<int64_t>(taps);
-  WorkspaceLayout layout;
-  plan.keys = layout.Reserve(SaturatingMul(2 * taps, sizeof(uint64_t)));
-  plan.tap_ids = layout.Reserve(SaturatingMul(2 * taps, sizeof(int64_t)));
-  plan.weights = layout.Reserve(SaturatingMul(taps, compute_bytes));
-  plan.segment_starts = layout.Reserve(
-      SaturatingMul(SaturatingAdd(static_cast<uint64_t>(s.batch * s.in_height * s.in_width), 1), sizeof(int64_t)));
-  plan.bytes = layout.TotalBytes();
-  return plan.bytes;
-}
+uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) { return DeterministicPlan(*params).bytes; }
 
-uint64_t PlanBackwardCudaAtomic(BackwardParams* params) {
-  CudaWorkspacePlan& plan = params->cuda_workspace;
-  plan = CudaWorkspacePlan{};
-  if (!params->want_input_grad) return 0;
-  const SamplerShape& s = params->shape;
-  WorkspaceLayout layout;
-  const uint64_t images = SaturatingMul(static_cast<uint64_t>(s.batch), static_cast<uint64_t>(s.channels));
-  const uint64_t elements = SaturatingMul(images, static_cast<uint64_t>(s.in_height * s.in_width));
-  plan.accumulator = layout.Reserve(SaturatingMul(elements, ComputeBytes(params->input.desc.dtype)));
-  plan.bytes = layout.TotalBytes();
-  return plan.bytes;
-}
+uint64_t PlanBackwardCudaAtomic(BackwardParams* params) { return AtomicPlan(*params).bytes; }
 
 aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context) {
   return RunBackward(params, context, /*deterministic=*/true);

@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "msda/msda_corners.h"
+#include "msda/cuda/msda_cuda.h"
 #include "msda/msda_params.h"
 #include "pacl/cuda_kernels.cuh"
 #include "pacl/cuda_sort.cuh"
@@ -375,10 +376,50 @@ __global__ void __launch_bounds__(kThreads) StoreGradValueKernel(const BackwardP
 
 int64_t SumsCount(const MsdaShape& s) { return s.batch * s.heads * s.keys * s.channels; }
 
+// The workspace layouts (msda_cuda.h), from the parameters alone: phase 1 sizes the workspace with them, phase 2
+// finds its arrays.
+CudaWorkspacePlan AtomicPlan(const BackwardParams& params) {
+  CudaWorkspacePlan plan;
+  WorkspaceLayout layout;
+  plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(params.shape)), sizeof(float)));
+  plan.bytes = layout.TotalBytes();
+  return plan;
+}
+
+CudaWorkspacePlan DeterministicPlan(const BackwardParams& params) {
+  const MsdaShape& s = params.shape;
+  CudaWorkspacePlan plan;
+  const int64_t row_entries = s.levels * s.points * 4;
+  const int64_t rows_target = row_entries > 0 ? (kChunkEntryTarget + row_entries - 1) / row_entries : 1;
+  if (s.queries >= rows_target) {
+    plan.chunk_planes = 1;
+    plan.chunk_queries = rows_target;
+  } else {
+    const int64_t planes = s.batch * s.heads;
+    int64_t chunk_planes = s.queries > 0 ? rows_target / s.queries : planes;
+    const int64_t by_starts = kMaxSegmentStarts / (s.keys + 1);
+    if (chunk_planes > by_starts) chunk_planes = by_starts;
+    if (chunk_planes > planes) chunk_planes = planes;
+    plan.chunk_planes = chunk_planes > 0 ? chunk_planes : 1;
+    plan.chunk_queries = s.queries > 0 ? s.queries : 1;
+  }
+  plan.chunk_entries = plan.chunk_planes * plan.chunk_queries * row_entries;
+  const uint64_t entries = static_cast<uint64_t>(plan.chunk_entries);
+  WorkspaceLayout layout;
+  plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(s)), sizeof(float)));
+  plan.keys = layout.Reserve(2 * entries * sizeof(uint64_t));
+  plan.entry_ids = layout.Reserve(2 * entries * sizeof(uint32_t));
+  plan.weights = layout.Reserve(entries * sizeof(float));
+  const uint64_t chunk_keys = SaturatingMul(static_cast<uint64_t>(plan.chunk_planes), static_cast<uint64_t>(s.keys));
+  plan.segment_starts = layout.Reserve(SaturatingMul(SaturatingAdd(chunk_keys, 1), sizeof(int32_t)));
+  plan.bytes = layout.TotalBytes();
+  return plan;
+}
+
 template <class Storage>
-aclnnStatus DeterministicGradValue(const BackwardParams& p, void* workspace, float* sums, cudaStream_t stream) {
+aclnnStatus DeterministicGradValue(const BackwardParams& p, const CudaWorkspacePlan& plan, void* workspace, float* sums,
+                                   cudaStream_t stream) {
   const MsdaShape& s = p.shape;
-  const CudaWorkspacePlan& plan = p.cuda_workspace;
   float* weights = cuda::WorkspaceArray<float>(workspace, plan.weights);
   int32_t* starts = cuda::WorkspaceArray<int32_t>(workspace, plan.segment_starts);
   const int64_t planes = s.batch * s.heads;
@@ -421,7 +462,8 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
   const cudaStream_t stream = cuda::StreamOf(context);
   return cuda::DispatchFloating</*kWithDouble=*/false>(kBackwardName, p.in.value.dtype, [&](auto storage) {
     using Storage = decltype(storage);
-    float* sums = cuda::WorkspaceArray<float>(context.workspace, p.cuda_workspace.grad_value_sums);
+    const CudaWorkspacePlan plan = deterministic ? DeterministicPlan(p) : AtomicPlan(p);
+    float* sums = cuda::WorkspaceArray<float>(context.workspace, plan.grad_value_sums);
     const int64_t sums_count = SumsCount(s);
     if (sums_count > 0) {
       const cudaError_t zeroed = cudaMemsetAsync(sums, 0, static_cast<size_t>(sums_count) * sizeof(float), stream);
@@ -436,7 +478,9 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
       }
       if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "the rows' gradients")) return status;
       if (deterministic && s.channels > 0) {
-        if (aclnnStatus status = DeterministicGradValue<Storage>(p, context.workspace, sums, stream)) return status;
+        if (aclnnStatus status = DeterministicGradValue<Storage>(p, plan, context.workspace, sums, stream)) {
+          return status;
+        }
       }
     }
     if (sums_count > 0) {
@@ -460,45 +504,9 @@ aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context)
   });
 }
 
-uint64_t PlanBackwardCudaAtomic(BackwardParams* params) {
-  CudaWorkspacePlan& plan = params->cuda_workspace;
-  plan = CudaWorkspacePlan{};
-  WorkspaceLayout layout;
-  plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(params->shape)), sizeof(float)));
-  plan.bytes = layout.TotalBytes();
-  return plan.bytes;
-}
+uint64_t PlanBackwardCudaAtomic(BackwardParams* params) { return AtomicPlan(*params).bytes; }
 
-uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) {
-  const MsdaShape& s = params->shape;
-  CudaWorkspacePlan& plan = params->cuda_workspace;
-  plan = CudaWorkspacePlan{};
-  const int64_t row_entries = s.levels * s.points * 4;
-  const int64_t rows_target = row_entries > 0 ? (kChunkEntryTarget + row_entries - 1) / row_entries : 1;
-  if (s.queries >= rows_target) {
-    plan.chunk_planes = 1;
-    plan.chunk_queries = rows_target;
-  } else {
-    const int64_t planes = s.batch * s.heads;
-    int64_t chunk_planes = s.queries > 0 ? rows_target / s.queries : planes;
-    const int64_t by_starts = kMaxSegmentStarts / (s.keys + 1);
-    if (chunk_planes > by_starts) chunk_planes = by_starts;
-    if (chunk_planes > planes) chunk_planes = planes;
-    plan.chunk_planes = chunk_planes > 0 ? chunk_planes : 1;
-    plan.chunk_queries = s.queries > 0 ? s.queries : 1;
-  }
-  plan.chunk_entries = plan.chunk_planes * plan.chunk_queries * row_entries;
-  const uint64_t entries = static_cast<uint64_t>(plan.chunk_entries);
-  WorkspaceLayout layout;
-  plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(s)), sizeof(float)));
-  plan.keys = layout.Reserve(2 * entries * sizeof(uint64_t));
-  plan.entry_ids = layout.Reserve(2 * entries * sizeof(uint32_t));
-  plan.weights = layout.Reserve(entries * sizeof(float));
-  const uint64_t chunk_keys = SaturatingMul(static_cast<uint64_t>(plan.chunk_planes), static_cast<uint64_t>(s.keys));
-  plan.segment_starts = layout.Reserve(SaturatingMul(SaturatingAdd(chunk_keys, 1), sizeof(int32_t)));
-  plan.bytes = layout.TotalBytes();
-  return plan.bytes;
-}
+uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) { return DeterministicPlan(*params).bytes; }
 
 aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context) {
   return RunBackward(params, context, /*deterministic=*/true);

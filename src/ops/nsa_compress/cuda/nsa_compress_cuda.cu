@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "nsa_compress/nsa_compress_blocks.h"
+#include "nsa_compress/cuda/nsa_compress_cuda.h"
 #include "nsa_compress/nsa_compress_params.h"
 #include "pacl/cuda_kernels.cuh"
 

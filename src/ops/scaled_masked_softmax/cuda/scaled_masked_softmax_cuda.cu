@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "pacl/cuda_kernels.cuh"
+#include "scaled_masked_softmax/cuda/scaled_masked_softmax_cuda.h"
 #include "scaled_masked_softmax/scaled_masked_softmax_params.h"
 
 namespace pacl::scaled_masked_softmax {
