@@ -38,8 +38,19 @@ std::vector<CaseMaker>& RegisteredMakers() {
 
 }  // namespace
 
-CaseRegistration::CaseRegistration(std::initializer_list<CaseMaker> makers) {
-  for (const CaseMaker& maker : makers) RegisteredMakers().push_back(maker);
+CaseRegistration::CaseRegistration(std::initializer_list<CaseMaker> makers, const char* registering_file) {
+  // ".../src/ops/<op>/test/<op>_cases.cpp" -> "<op>"
+  const std::string path = registering_file;
+  const size_t ops = path.rfind("src/ops/");
+  std::string folder = "?";
+  if (ops != std::string::npos) {
+    const size_t begin = ops + std::strlen("src/ops/");
+    folder = path.substr(begin, path.find('/', begin) - begin);
+  }
+  for (CaseMaker maker : makers) {
+    maker.folder = folder;
+    RegisteredMakers().push_back(maker);
+  }
 }
 
 const std::vector<CaseMaker>& AllCaseMakers() {

@@ -98,12 +98,14 @@ struct CaseMaker {
   const opcall::OpInfo* op;         // the function, as the operator-call table names it
   std::vector<aclDataType> dtypes;  // every dtype it accepts
   std::unique_ptr<OpCase> (*make)(aclDataType dtype, uint64_t seed, int variant, CaseSize size);
+  std::string folder = "";  // the operator's folder under src/ops ("grid_sampler2d"), set by the registration
 };
 
-// Adds an operator's case makers; its <op>_cases.cpp holds one, at namespace scope.
+// Adds an operator's case makers; its <op>_cases.cpp holds one, at namespace scope. The operator's folder is taken
+// from the path of the file that registers (src/ops/<op>/test/<op>_cases.cpp): its outputs' digests live there.
 class CaseRegistration {
  public:
-  CaseRegistration(std::initializer_list<CaseMaker> makers);
+  CaseRegistration(std::initializer_list<CaseMaker> makers, const char* registering_file = __builtin_FILE());
 };
 
 // Every registered maker, ordered by the function's name.

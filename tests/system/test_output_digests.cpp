@@ -1,10 +1,11 @@
 // Output digests: the same bits on every machine. Every conformance case (op_cases.h: each operator, dtype, layout
 // and mode variant, at both sizes, so the size-dependent paths and the parallel split run too) is computed on the CPU
 // from inputs drawn by a portable generator (optest::UniformValue on std::mt19937_64), and a 64-bit FNV-1a digest of
-// its output bytes is compared with output_digests.txt in this folder: one file, checked into the repository, for
-// x86 (every SIMD target: AVX-512, AVX2, SSE4, the scalar baseline) and aarch64 (NEON, SVE at any vector length,
-// SVE2). A difference names the case and the target; a deliberate change of results (a new algorithm) is recorded by
-// running the test with PACL_WRITE_OUTPUT_DIGESTS=1, which rewrites the file, and reviewing the diff.
+// its output bytes is compared with the operator's src/ops/<op>/test/output_digests.txt: one file per operator,
+// checked into the repository, for x86 (every SIMD target: AVX-512, AVX2, SSE4, the scalar baseline) and aarch64
+// (NEON, SVE at any vector length, SVE2). A difference names the case and the target; a deliberate change of results
+// (a new algorithm, a new operator) is recorded by running the test with PACL_WRITE_OUTPUT_DIGESTS=1, which rewrites
+// the files, and reviewing the diff.
 //
 // NaN outputs count by class only (any NaN of the dtype hashes as its canonical quiet NaN): which NaN a kernel
 // returns is not pinned down across targets (pacl/canonical_math-inl.h).
@@ -30,7 +31,13 @@ namespace {
 using systest::CaseSize;
 using systest::OpCase;
 
-constexpr const char* kDigestFile = PACL_OUTPUT_DIGESTS_FILE;
+// Digests by case name ("GridSampler2D/FLOAT/v0/small"), per digest file (one per operator folder).
+using DigestMap = std::map<std::string, std::string>;
+using DigestFiles = std::map<std::string, DigestMap>;
+
+std::string DigestFileOf(const systest::CaseMaker& maker) {
+  return std::string(PACL_OPS_SOURCE_DIR) + "/" + maker.folder + "/test/output_digests.txt";
+}
 
 // FNV-1a, 64 bits.
 class Digest {
@@ -81,8 +88,8 @@ std::string OutputDigest(const OpCase& c) {
 }
 
 // The conformance table's cases and seeds (test_conformance.cpp), named "<op>/<dtype>/v<variant>/<size>".
-std::map<std::string, std::string> ComputeDigests(aclrtStream stream) {
-  std::map<std::string, std::string> digests;
+DigestFiles ComputeDigests(aclrtStream stream) {
+  DigestFiles digests;
   for (const systest::CaseMaker& maker : systest::AllCaseMakers()) {
     for (aclDataType dtype : maker.dtypes) {
       for (CaseSize size : {CaseSize::kSmall, CaseSize::kConcurrency}) {
@@ -91,7 +98,7 @@ std::map<std::string, std::string> ComputeDigests(aclrtStream stream) {
           std::unique_ptr<OpCase> c = maker.make(dtype, seed, variant, size);
           const std::string name = c->name() + (size == CaseSize::kSmall ? "/small" : "/large");
           EXPECT_TRUE(c->RunAndWait(stream)) << name;
-          digests[name] = OutputDigest(*c);
+          digests[DigestFileOf(maker)][name] = OutputDigest(*c);
         }
       }
     }
@@ -99,9 +106,9 @@ std::map<std::string, std::string> ComputeDigests(aclrtStream stream) {
   return digests;
 }
 
-std::map<std::string, std::string> ReadDigestFile() {
-  std::map<std::string, std::string> digests;
-  std::ifstream file(kDigestFile);
+DigestMap ReadDigestFile(const std::string& path) {
+  DigestMap digests;
+  std::ifstream file(path);
   std::string line;
   while (std::getline(file, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -112,14 +119,14 @@ std::map<std::string, std::string> ReadDigestFile() {
   return digests;
 }
 
-void WriteDigestFile(const std::map<std::string, std::string>& digests) {
-  std::ofstream file(kDigestFile);
-  file << "# Output digests of the conformance cases, the same on every CPU and SIMD target (x86 and aarch64).\n"
-          "# Checked by tests/system/test_output_digests.cpp; rewritten by running it with\n"
+void WriteDigestFile(const std::string& path, const DigestMap& digests) {
+  std::ofstream file(path);
+  file << "# Output digests of this operator's conformance cases, the same on every CPU and SIMD target (x86 and\n"
+          "# aarch64). Checked by tests/system/test_output_digests.cpp; rewritten by running it with\n"
           "# PACL_WRITE_OUTPUT_DIGESTS=1 (only when results change on purpose: review the diff).\n"
           "# <operator>/<dtype>/v<variant>/<size> <FNV-1a 64>\n";
   for (const auto& [name, digest] : digests) file << name << " " << digest << "\n";
-  ASSERT_TRUE(file.good()) << "cannot write " << kDigestFile;
+  ASSERT_TRUE(file.good()) << "cannot write " << path;
 }
 
 class OutputDigests : public ::testing::Test {
@@ -134,32 +141,37 @@ class OutputDigests : public ::testing::Test {
 TEST_F(OutputDigests, EveryCaseMatchesTheCheckedInDigest) {
   const std::vector<std::string> targets = optest::SimdTargetNames();
   const std::string target = targets.empty() ? "?" : targets.front();
-  const std::map<std::string, std::string> digests = ComputeDigests(stream_.get());
+  const DigestFiles computed = ComputeDigests(stream_.get());
   if (const char* write = std::getenv("PACL_WRITE_OUTPUT_DIGESTS"); write != nullptr && std::strcmp(write, "1") == 0) {
-    WriteDigestFile(digests);
-    std::printf("wrote %zu digests (target %s) to %s\n", digests.size(), target.c_str(), kDigestFile);
+    for (const auto& [path, digests] : computed) {
+      WriteDigestFile(path, digests);
+      std::printf("wrote %zu digests (target %s) to %s\n", digests.size(), target.c_str(), path.c_str());
+    }
     return;
   }
-  const std::map<std::string, std::string> expected = ReadDigestFile();
-  ASSERT_FALSE(expected.empty()) << "no digests in " << kDigestFile;
-  std::string differences;
-  int count = 0;
-  for (const auto& [name, digest] : digests) {
-    const auto found = expected.find(name);
-    if (found != expected.end() && found->second == digest) continue;
-    ++count;
-    differences += "  " + name + ": " + digest + ", checked in: " +
-                   (found == expected.end() ? std::string("none") : found->second) + "\n";
-  }
-  for (const auto& [name, digest] : expected) {
-    if (digests.count(name) == 0) {
+  for (const auto& [path, digests] : computed) {
+    const DigestMap expected = ReadDigestFile(path);
+    EXPECT_FALSE(expected.empty()) << "no digests in " << path << " (a new operator: run this test with "
+                                   << "PACL_WRITE_OUTPUT_DIGESTS=1 and check the file in)";
+    std::string differences;
+    int count = 0;
+    for (const auto& [name, digest] : digests) {
+      const auto found = expected.find(name);
+      if (found != expected.end() && found->second == digest) continue;
       ++count;
-      differences += "  " + name + ": no longer computed\n";
+      differences += "  " + name + ": " + digest + ", checked in: " +
+                     (found == expected.end() ? std::string("none") : found->second) + "\n";
     }
+    for (const auto& [name, digest] : expected) {
+      if (digests.count(name) == 0) {
+        ++count;
+        differences += "  " + name + ": no longer computed\n";
+      }
+    }
+    EXPECT_EQ(count, 0) << count << " of " << digests.size() << " cases differ from " << path << " on SIMD target "
+                        << target << ":\n"
+                        << differences;
   }
-  EXPECT_EQ(count, 0) << count << " of " << digests.size() << " cases differ from " << kDigestFile
-                      << " on SIMD target " << target << ":\n"
-                      << differences;
   testing::Test::RecordProperty("simd_target", target);
 }
 
