@@ -31,9 +31,14 @@ install(TARGETS ascendcl nnopbase opapi pacl_aclnn
 # (Include directories: the targets' INSTALL_INTERFACE, <prefix>/include, plus <prefix>/include/aclnnop for opapi
 # and so for PortableAclnn::aclnn.)
 
-# The public headers, as a tree: acl/, aclnn/, aclnn/opdev/, aclnnop/, aclnnop/level2/.
+# The public headers, as a tree: acl/, aclnn/, aclnn/opdev/, aclnnop/, and the aclnnop/level2/ forwarders made by
+# CMakeLists.txt.
 install(DIRECTORY "${PACL_PUBLIC_INCLUDE}/"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
+        COMPONENT development
+        FILES_MATCHING PATTERN "*.h")
+install(DIRECTORY "${PACL_INSTALL_LEVEL2_DIR}/"
+        DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/aclnnop/level2"
         COMPONENT development
         FILES_MATCHING PATTERN "*.h")
 

@@ -73,8 +73,16 @@ step "install into ${prefix}"
   }
 
 step "installed layout"
-# The header tree is exactly include/ of the source tree: CANN's paths, nothing from src/internal.
-diff -r "${source_dir}/include" "${prefix}/include" || fail "installed headers differ from ${source_dir}/include"
+# The header tree is include/ of the source tree (CANN's paths, nothing from src/internal) plus, for every operator
+# header aclnnop/aclnn_xxx.h, the forwarder aclnnop/level2/aclnn_xxx.h that includes it.
+diff -r -x level2 "${source_dir}/include" "${prefix}/include" ||
+  fail "installed headers differ from ${source_dir}/include"
+for header in "${source_dir}"/include/aclnnop/*.h; do
+  level2="${prefix}/include/aclnnop/level2/$(basename "${header}")"
+  grep -q "#include \"../$(basename "${header}")\"" "${level2}" || fail "${level2} does not forward to its header"
+done
+[[ "$(ls "${prefix}/include/aclnnop/level2" | wc -l)" -eq "$(ls "${source_dir}"/include/aclnnop/*.h | wc -l)" ]] ||
+  fail "aclnnop/level2 has other headers than aclnnop"
 for header in acl/acl.h acl/acl_base.h acl/acl_rt.h aclnn/acl_meta.h aclnn/aclnn_base.h aclnn/opdev/op_errno.h \
               aclnnop/aclnn_scaled_masked_softmax.h aclnnop/aclnn_scaled_masked_softmax_backward.h \
               aclnnop/level2/aclnn_scaled_masked_softmax.h aclnnop/level2/aclnn_scaled_masked_softmax_backward.h; do
