@@ -73,6 +73,8 @@ def main(description, script_name, cases, case_name, case_bytes, make_call, infe
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds per repetition")
     parser.add_argument("--aclnn-json", help="aclnn_bench --benchmark_out file to compare with")
+    parser.add_argument("--json-out", help="also write PyTorch's time per case (the median, ms; null where PyTorch "
+                        "has no CPU kernel) to this JSON file, for scripts/speed_tables.py")
     args = parser.parse_args()
 
     try:
@@ -93,17 +95,31 @@ def main(description, script_name, cases, case_name, case_bytes, make_call, infe
     else:
         print("%-*s %12s %12s %9s %10s %8s" % (width, "case", "aclnn_ms", "torch_ms", "speed-up", "aclnn_GB/s",
                                                 "triad%"))
+    torch_ms = {}
     with torch.inference_mode(inference_mode):
         for case in selected:
-            print_case(torch, case, case_name(case), case_bytes(case), make_call, args, width, ours)
+            seconds = print_case(torch, case, case_name(case), case_bytes(case), make_call, args, width, ours)
+            torch_ms[case_name(case)] = seconds * 1e3 if seconds is not None else None
     if ours is not None:
         print("speed-up: PyTorch's time / aclnn's time (above 1: aclnn is faster); n/a: PyTorch has no CPU "
               "kernel for the dtype" + note)
+    if args.json_out:
+        write_json_out(args.json_out, script_name, torch, args, torch_ms)
     return 0
 
 
+def write_json_out(path, script_name, torch, args, torch_ms):
+    """--json-out: the run's settings and PyTorch's median milliseconds per case, in the order timed."""
+    report = {"program": script_name, "torch_version": torch.__version__, "threads": args.threads,
+              "repetitions": args.repetitions, "min_time_s": args.min_time,
+              "cases": [{"case": name, "torch_ms": ms} for name, ms in torch_ms.items()]}
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+
+
 def print_case(torch, case, name, case_bytes, make_call, args, width, ours):
-    """Times one case and prints its row."""
+    """Times one case and prints its row. Returns PyTorch's time in seconds, None without a CPU kernel."""
     call = make_call(torch, case)
     seconds = time_call(call, args.repetitions, args.min_time) if call is not None else None
     del call  # frees the case's tensors (and graph) before the next case
@@ -112,14 +128,15 @@ def print_case(torch, case, name, case_bytes, make_call, args, width, ours):
         gbps = "%10.2f" % (case_bytes / seconds / 1e9) if seconds is not None else "%10s" % "n/a"
         print("%-*s %s %s" % (width, name, torch_ms, gbps))
         sys.stdout.flush()
-        return
+        return seconds
     mine = ours.get(name)
     if mine is None:
         print("%-*s %12s %s %9s" % (width, name, "missing", torch_ms, ""))
-        return
+        return seconds
     ms, gbps, triad = mine
     speedup = "%8.2fx" % (seconds * 1e3 / ms) if seconds is not None else "%9s" % "n/a"
     print("%-*s %12.3f %s %s %10s %8s" % (width, name, ms, torch_ms, speedup,
                                            "%.2f" % gbps if gbps is not None else "n/a",
                                            "%.1f" % triad if triad is not None else "n/a"))
     sys.stdout.flush()
+    return seconds

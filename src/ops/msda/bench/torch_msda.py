@@ -10,11 +10,13 @@ count. The backward is timed alone: torch.autograd.grad on a graph built (and ke
 not include its forward. Run it with Debian's python3-torch: /usr/bin/python3 src/ops/msda/bench/torch_msda.py.
 
   torch_msda.py [--threads N] [--filter REGEX] [--repetitions R] [--min-time S] [--aclnn-json FILE]
+      [--json-out FILE]
 
 Without --aclnn-json it prints PyTorch's times (median of the repetitions, each the mean over as many calls as
 fill --min-time seconds), as aclnn_bench prints ours. With --aclnn-json (aclnn_bench's --benchmark_out file,
 --benchmark_format json; with --benchmark_repetitions its medians are used) it prints both and the speed-up,
 PyTorch's time divided by ours. scripts/compare_torch.sh msda runs the two.
+--json-out also writes PyTorch's median time per case (ms) to FILE, for scripts/speed_tables.py.
 """
 
 import os

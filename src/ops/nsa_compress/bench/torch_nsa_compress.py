@@ -13,11 +13,13 @@ so the two GB/s columns measure the same work. The backward is timed alone: torc
 /usr/bin/python3 src/ops/nsa_compress/bench/torch_nsa_compress.py.
 
   torch_nsa_compress.py [--threads N] [--filter REGEX] [--repetitions R] [--min-time S] [--aclnn-json FILE]
+      [--json-out FILE]
 
 Without --aclnn-json it prints PyTorch's times (median of the repetitions, each the mean over as many calls as
 fill --min-time seconds), as aclnn_bench prints ours. With --aclnn-json (aclnn_bench's --benchmark_out file,
 --benchmark_format json; with --benchmark_repetitions its medians are used) it prints both and the speed-up,
 PyTorch's time divided by ours. scripts/compare_torch.sh nsa_compress runs the two.
+--json-out also writes PyTorch's median time per case (ms) to FILE, for scripts/speed_tables.py.
 """
 
 import os
@@ -105,8 +107,8 @@ def make_call(torch, case):
 def main():
     return torch_bench_common.main(__doc__.split("\n\n")[0], "torch_nsa_compress.py", cases, case_name, case_bytes,
                                    make_call, inference_mode=False,
-                                   note=". PyTorch computes in float32 (see bench/torch_nsa_compress.py); its "
-                                        "backward is autograd alone (its forward's graph is kept).")
+                                   note=". PyTorch computes in float32 (see this script, torch_nsa_compress.py); "
+                                        "its backward is autograd alone (its forward's graph is kept).")
 
 
 if __name__ == "__main__":
