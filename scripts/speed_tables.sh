@@ -6,8 +6,8 @@
 # Debian's /usr/bin/python3 and python3-torch), then runs scripts/speed_tables.py, which also refreshes the CUDA
 # table from docs/cuda_bench.json. Leaves the run's files in docs/speed/ (cpu_bench.json, torch_<op>.json,
 # run.json): commit them with the tables. Installs the missing Debian 12 packages with apt-get (root or sudo).
-# Run it on a quiet machine: about 5 minutes on 2 cores (each case has at least 0.5 s per repetition), mostly
-# PyTorch's side.
+# Run it on a quiet machine (a shared host's load moves the triad and the times); it takes minutes: each case runs
+# at least 0.5 s per repetition on each side.
 #
 #   scripts/speed_tables.sh [--threads N] [--repetitions R] [--no-build] [--smoke]
 #
