@@ -43,8 +43,8 @@ std::atomic<bool> g_a_team_used_every_cpu{false};
 
 // Whether polling cannot take a core from a kernel: only while the kernels' teams leave a CPU free. A team's threads
 // use every core during a region and, with libgomp, spin for a while after it; a polling worker and a polling caller
-// on top of them delayed every call (measured on two vCPUs with teams of two: a 150 us softmax took 160-200 us,
-// a 75 us softmax backward 90 us). Where teams take every CPU the runtime waits as before, without polling.
+// on top of them delayed every call (by 10-30% for small softmax calls on two vCPUs). Where teams take every CPU the
+// runtime waits as before, without polling.
 bool PollingLeavesKernelsTheirCores() { return !g_a_team_used_every_cpu.load(std::memory_order_relaxed); }
 
 // Polls ready() until it holds or kPollBeforeSleep has passed; whether it held.

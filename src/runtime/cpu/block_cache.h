@@ -1,8 +1,8 @@
 // The CPU device's caching allocator behind aclrtMalloc / aclrtFree.
 //
 // NOTE: programs written CANN's way allocate the workspace with aclrtMalloc before each operator call and free it
-// after. Mapping fresh memory costs a page fault per 4 KiB page (about 11 us each on a VM: 180-270 ms for 64 MiB,
-// a hundred times the cost of filling it), so freed blocks are kept mapped and handed out again:
+// after. Mapping fresh memory costs a page fault per 4 KiB page (on a VM, about a hundred times the cost of filling
+// the page; bench/allocator measures it), so freed blocks are kept mapped and handed out again:
 // - Size classes: a request is rounded up to a class of at most 25% more (four classes per power of two, whole
 //   pages; from 8 MiB on, whole 2 MiB pages). A block is reused only for its own class.
 // - Huge pages: ACL_MEM_MALLOC_HUGE_FIRST / HUGE_ONLY (and their P2P forms) map blocks of 2 MiB or more 2 MiB-aligned

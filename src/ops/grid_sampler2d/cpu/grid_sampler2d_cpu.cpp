@@ -59,8 +59,8 @@
 // fixed tree of pacl/canonical_math-inl.h, blocks ascending), never by the thread count, the grouping of blocks
 // into tasks or the schedule, and every multiply-add is fused on every target (pacl::FusedMulAdd; the tap weights
 // are computed once, in code compiled for the baseline): results are bit-identical run to run, for any number of
-// threads and on every SIMD target. Cost, measured on AVX2 against per-target lane reductions: 0.93-1.07x, within
-// the noise (docs/ops/grid_sampler2d.md).
+// threads and on every SIMD target, at no cost measurable against per-target lane reductions
+// (docs/ops/grid_sampler2d.md).
 // Workspace (fp32 path, sized in phase 1, overflow-safe): forward, the blocked copy of one pass of images;
 // backward, the blocked input (with gridGrad) and blocked inputGrad (with inputGrad) of every (image, block) task,
 // 2 * N * ceil(C/16) * 16 * Hin * Win * 4 bytes at most, plus partials (with gridGrad), ceil(C/16) * N * Hout *

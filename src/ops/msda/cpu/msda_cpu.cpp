@@ -277,7 +277,7 @@ void SampleRow(const Sampler& sampler, int64_t b, int64_t q, int64_t h, RowPoint
 
 // Both kernels walk one head's queries, so their accesses to location, attnWeight (and gradOutput and the
 // gradients) jump over the other heads' data from query to query; the hardware prefetchers do not follow, so the
-// data kPrefetchQueries queries ahead is requested explicitly (measured ~35% faster backward).
+// data kPrefetchQueries queries ahead is requested explicitly (a third off the backward's time).
 // The Prefetch* helpers are always inlined: a function that only prefetches has no effect GCC can see, so its
 // interprocedural analysis may call it pure and drop every call to it (it did, once the element size was inline).
 constexpr int64_t kPrefetchQueries = 8;
@@ -364,9 +364,8 @@ void ConvertValueRow(const TensorDesc& value, const MsdaShape& s, const RowTable
 
 // Plane (b, h) of value converted into the workspace copy by the forward task that walks it next: the plane's lines
 // are then still in that core's caches, and written by it, when its corners read them. After one pass over all of
-// value before the tasks (ValueRows), written by every thread, the forward took up to 40% longer on a 2-core VM,
-// depending on the VM's state (FLOAT encoder 34-50 ms against 32-34 ms). The backward, whose tasks are planes too,
-// gained nothing from it (FLOAT16/BFLOAT16 3-5% slower), so it keeps the pass.
+// value before the tasks (ValueRows), written by every thread, the forward was slower and far less steady on a
+// 2-core VM. The backward, whose tasks are planes too, gained nothing from it, so it keeps the pass.
 void CopyValuePlane(const TensorDesc& value, const MsdaShape& s, const RowTable<float>& copy, int64_t b, int64_t h) {
   for (int64_t key = 0; key < s.keys; ++key) ConvertValueRow(value, s, copy, b, key, h);
 }

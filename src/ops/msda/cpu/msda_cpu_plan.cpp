@@ -41,7 +41,7 @@ bool ManyCornerReads(const MsdaShape& s) {
 // loads a corner's value row right after storing to its gradValue sums row: where the two arrays start a multiple
 // of 4 KiB apart (the copy's size, bs x nh x nk x c x 4 bytes, is one whenever bs x nh x nk x c is a multiple of
 // 1024, e.g. c 32, nh 8, bs 4 and an even nk), every such load matches the pending store's page offset and waits
-// for it (4K aliasing: the Deformable-DETR encoder's backward 7-15% slower on AMD Zen 4).
+// for it (4K aliasing, which slowed the Deformable-DETR encoder's backward measurably on AMD Zen 4).
 uint64_t PaddingToHalfPageApart(const WorkspaceLayout& layout, int64_t other) {
   constexpr uint64_t kPage = 4096;
   const uint64_t next = layout.NextOffset();
@@ -54,8 +54,8 @@ uint64_t PaddingToHalfPageApart(const WorkspaceLayout& layout, int64_t other) {
 WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
   // value is read in place only when its channels have unit stride and the queries are few (a FLOAT16/BFLOAT16 row
   // is then widened in registers as it is read): the compact fp32 copy costs a pass over value but keeps a head's
-  // rows dense in the cache (measured ~20% faster on the Deformable-DETR encoder), which pays off once the corners
-  // read outnumber value's rows several times.
+  // rows dense in the cache (faster on the Deformable-DETR encoder), which pays off once the corners read outnumber
+  // value's rows several times.
   const MsdaShape& s = params.shape;
   WorkspacePlan plan;
   WorkspaceLayout layout;
@@ -66,10 +66,9 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
     plan.value_copy = layout.Reserve(SaturatingMul(elements, sizeof(float)));
   }
   // A copy taken with few corner reads (strided channels) is filled row by row as corners first reach it, rather
-  // than by a pass over all of value (measured on the Deformable-DETR decoder, FLOAT16/BFLOAT16 when they were
-  // copied too: 2.1-2.9 -> 1.8-2.0 ms; read in place, 0.42 ms). Not in the backward: there the rows it reaches
-  // missed the cache one by one where the passes over whole arrays stream (7.1 -> 7.6-7.8 ms on the same decoder,
-  // for value and for the gradValue sums alike).
+  // than by a pass over all of value (faster on the Deformable-DETR decoder). Not in the backward: there the rows it
+  // reaches missed the cache one by one where the passes over whole arrays stream (slower on the same decoder, for
+  // value and for the gradValue sums alike; docs/ops/msda.md, log).
   plan.rows_on_first_touch = plan.value_copy >= 0 && !ManyCornerReads(s) && value_apart;
   plan.value_copy_per_task = plan.value_copy >= 0 && !plan.rows_on_first_touch && value_apart;
   plan.bytes = layout.TotalBytes();
@@ -79,10 +78,10 @@ WorkspacePlan PlanForwardWorkspace(const ForwardParams& params) {
 WorkspacePlan PlanBackwardWorkspace(const BackwardParams& params) {
   // With many corner reads per value row (an encoder's queries, as many as keys) the backward works on compact
   // fp32 copies: its tasks walk one (image, head) plane at a time, and in the caller's (bs, nk, nh, c) layout a
-  // plane's rows lie nh * c floats apart, which crowds them into a fraction of the cache sets (measured ~15% slower
-  // than copying, zeroing and converting these arrays). With few (a decoder's hundreds of queries over tens of
+  // plane's rows lie nh * c floats apart, which crowds them into a fraction of the cache sets (slower than copying,
+  // zeroing and converting these arrays). With few (a decoder's hundreds of queries over tens of
   // thousands of keys) those passes over all of value and gradValue are most of the work, so a value with unit
-  // channel stride is read in place (FLOAT16/BFLOAT16 rows widened in registers: FLOAT16 decoder 6.2 -> 4.7 ms) and
+  // channel stride is read in place (FLOAT16/BFLOAT16 rows widened in registers) and
   // a FLOAT gradValue with unit channel stride is zeroed and accumulated in place, each only if it shares no memory
   // with the other side's tensors (a caller's aliasing must not change what is read).
   const MsdaShape& s = params.shape;

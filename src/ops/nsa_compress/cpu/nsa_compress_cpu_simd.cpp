@@ -92,7 +92,7 @@ void WeightedSum(int kind, const void* const* rows, const float* weights, int64_
 // is the newest block begun). Each block's sum starts at zero and takes its rows in ascending j, exactly as
 // WeightedSum would, so both give the same bits. Every loop over the sums is unrolled by pragma: GCC left the
 // covering-block loop rolled, and with it kept all the sums on the stack (a load and a store around each
-// multiply-add; 1 thread, 8 x 4096 tokens, N 4, D 128: 2.3 ms, 1.6-1.9 ms in registers).
+// multiply-add, about a third of the walk's time).
 template <int kKind, int kCover, int kVectors, class D>
 void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -155,9 +155,8 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
 constexpr int kGroupSizes[] = {12, 8, 6, 4, 2, 1};
 
 // True when the sums of `cover` blocks over `vectors` vectors fit in the target's registers. The row vector and the
-// weights may then spill: fewer walks over a row count for more (FLOAT16 forward, 2 threads, 8 x 4096 tokens, N 4,
-// D 128 on AVX2: 1.41-1.51 ms in walks of 6, 6 and 4 vectors, 1.21-1.22 ms in two of 8; blockSize 64, stride 16
-// (4 blocks a token): AVX2 4.67 -> 2.67 ms, AVX-512 1.46 -> 1.12 ms).
+// weights may then spill: fewer walks over a row count for more (two walks of 8 vectors beat three of 6, 6 and 4 on
+// AVX2; the measurements: docs/ops/nsa_compress.md, log).
 constexpr bool SumsFitInRegisters(int cover, int vectors) {
   return cover * vectors <= pacl::HWY_NAMESPACE::kVectorRegisters;
 }
@@ -406,8 +405,7 @@ void GradWalkT(const GradWalk& walk) {
   int64_t phase = walk.first_u % walk.stride;
   const int64_t size_quotient = walk.block_size / walk.stride;
   const int64_t size_phase = walk.block_size % walk.stride;
-  // Not PrefetchTokens: this walk also writes a row per token, and prefetching further lost time (8 x 4096 tokens,
-  // N 4, D 128: 1.79 ms 8 tokens ahead, 1.87-1.91 ms 64 ahead).
+  // Not PrefetchTokens: this walk also writes a row per token, and prefetching further ahead lost time.
   const int64_t prefetch_tokens = kMinPrefetchTokens;
   // The blocks covering token u, whose quotient and phase are given.
   auto covering_of = [&](int64_t u, int64_t u_quotient, int64_t u_phase) {

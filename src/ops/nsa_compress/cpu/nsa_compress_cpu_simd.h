@@ -61,10 +61,8 @@ struct GradWalk {
 // The most blocks covering one token (ceil(block_size / stride)) for which BlockSums keeps the sums in registers.
 inline constexpr int64_t kMaxRegisterCover = 4;
 // How far ahead a forward walk prefetches its rows: about kPrefetchBytes of the address range it walks, at least
-// kMinPrefetchTokens and at most kMaxPrefetchTokens tokens (measured, FLOAT16 forward, 2 threads: 8 x 4096 tokens
-// with N 4, D 128 - 1 KiB from one token's row to the next - 0.79 ms 8 tokens ahead, 0.53 ms 32, 0.44 ms 64,
-// 0.47 ms 128; 4 x 2048 tokens with N 128, D 192 - 48 KiB apart, a new page every token - 12.0 ms 8 ahead, 12.6 ms
-// 64, 13.3 ms 128).
+// kMinPrefetchTokens and at most kMaxPrefetchTokens tokens: rows 1 KiB apart gain up to 64 tokens ahead, rows tens
+// of KiB apart (a new page every token) lose from more than 8 (the measurements: docs/ops/nsa_compress.md, log).
 inline constexpr int64_t kPrefetchBytes = int64_t{64} << 10;
 inline constexpr int64_t kMinPrefetchTokens = 8;
 inline constexpr int64_t kMaxPrefetchTokens = 64;

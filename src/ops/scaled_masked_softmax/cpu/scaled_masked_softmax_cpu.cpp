@@ -39,10 +39,9 @@
 // whatever the vector width; the max needs no order. exp is pacl's own (Highway's evaluates its polynomial with
 // fused or unfused multiply-adds depending on the target). So results are bit-identical run to run, for any number
 // of threads and on every SIMD target (AVX-512, AVX2, SSE4, the scalar baseline). There is no cross-row reduction,
-// so no workspace is needed. Cost, measured on AVX2 against per-target reductions and Highway's Exp: the
-// backward 0.98-1.08x (within noise), the forward 0.75-0.83x (faster: pacl's Exp sets lanes below -104, masked
-// logits and padding, to 0 instead of computing them through subnormal multiplies, which take a slow microcode
-// path). A vector of logits whose lanes all lie below that cut-off skips the exponential altogether: Exp would
+// so no workspace is needed. (This costs the backward nothing measurable against per-target reductions; the forward
+// is faster with pacl's Exp, which sets lanes below -104, masked logits and padding, to 0 instead of computing them
+// through subnormal multiplies, a slow microcode path: docs/ops/scaled_masked_softmax.md.) A vector of logits whose lanes all lie below that cut-off skips the exponential altogether: Exp would
 // return exactly 0 there, so the bits do not change. The vectors of masked lanes alone that end a row (the masked
 // half of a causal row) go further when the row's max is above -9896 (so that exp(-10000 - max) is 0): the sum
 // stops before them and their outputs are written as +0 without reading the fp32 row again (adding +0 to a sum of
@@ -367,9 +366,9 @@ HWY_INLINE void ForwardRow(DF d, const typename Storage::Element* x, const uint8
 
   // Pass 1: logits and their max. The padding lanes of the last vector get -inf, so exp() makes them 0 below.
   // NaN lanes are looked for in pass 2 (see there). A FLOAT row also collects them here, although pass 2 would
-  // find them: measured, the FLOAT forward (memory-bound) took 13-19 ms instead of 11.5 at (4, 16, 1024, 1024) on
-  // AVX-512 without these two instructions in this loop (not explained; the same loop without them and with a
-  // prefetch was as slow), while FLOAT16/BFLOAT16 rows (bound by arithmetic) gain 4-6% without them.
+  // find them: without these two instructions in this loop the memory-bound FLOAT forward ran markedly slower on
+  // AVX-512 (not explained; a prefetch instead did not help), while FLOAT16/BFLOAT16 rows (bound by arithmetic) run
+  // a little faster without them.
   // A vector of masked lanes alone is the fill without arithmetic (the fill joins the max once, after the loop); its
   // x is prefetched into L1 although never used: without that (or with a prefetch into L2 only) the rows' reads stop
   // being one stream and the forward took 1.6-1.7x as long.

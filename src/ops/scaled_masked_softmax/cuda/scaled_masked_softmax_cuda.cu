@@ -39,8 +39,8 @@ constexpr int kBlockThreads = 128;
 // 240, leaving 2 blocks a multiprocessor.
 constexpr int kStridedBlocksPerMultiprocessor = 8;
 // Elements per thread: a row of S2 <= kWarpRowLimit over a warp (no block barriers), a longer one (up to
-// kMaxRowLength) over 128 threads. Measured on an H200, (4, 16, 2048, 2048) FLOAT16: a forward row of 2048 in one
-// warp (64 elements a thread, 106 registers) took 0.91 ms, in 128 threads (16 elements, 51 registers) 0.60 ms.
+// kMaxRowLength) over 128 threads: a row of 2048 in one warp needs 64 elements and over 100 registers a thread,
+// and ran a third slower than in 128 threads (docs/cuda_tuning.md).
 constexpr int64_t kWarpRowLimit = 1024;
 constexpr int kMaxPerThread = 32;
 static_assert(kWarpRowLimit <= 32 * kMaxPerThread, "a warp row must fit one warp's registers");
