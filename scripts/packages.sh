@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Sourced by demo.sh, test.sh, torch_comparison.sh and .ci/run: installs the Debian 12 packages a build
-# needs, only those missing. (python3-torch, about 60 MB to download and 300 MB installed, is asked for only by CI
-# and the PyTorch speed comparison; without it the parity test is reported skipped.)
+# Sourced by demo.sh, test.sh, compare_torch.sh, speed_tables.sh and .ci/run: installs the Debian 12 packages a build
+# needs, only those missing. (test.sh asks for Debian's python3-numpy, python3-torch and python3-pytest too: about
+# 60 MB to download and 300 MB installed, for the Python package's tests and the PyTorch parity tests.)
 # Needs root or sudo when something is missing; does nothing on a machine without dpkg (other distributions:
 # install the equivalents yourself).
 

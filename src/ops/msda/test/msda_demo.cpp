@@ -1,4 +1,5 @@
-// MultiScaleDeformableAttention's step of aclnn_demo (examples/demo/demo_support.h): its forward and backward on a realistic shape.
+// MultiScaleDeformableAttention's step of aclnn_demo (examples/demo/demo_support.h): its forward and backward on a
+// realistic shape.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -136,7 +137,9 @@ void RunMultiScaleDeformableAttention(aclrtStream stream, aclDataType dtype, std
       0, rows);
 }
 
-const StepRegistration kRegistration("MultiScaleDeformableAttention", {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}, RunMultiScaleDeformableAttention);
+// DOUBLE too: the CPU's extension beyond CANN (its generic kernels), which mmcv's callers use.
+const StepRegistration kRegistration("MultiScaleDeformableAttention", {ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE},
+                                     RunMultiScaleDeformableAttention);
 
 }  // namespace
 }  // namespace demo

@@ -1,4 +1,5 @@
-// ScaledMaskedSoftmax's step of aclnn_demo (examples/demo/demo_support.h): its forward and backward on a realistic shape.
+// ScaledMaskedSoftmax's step of aclnn_demo (examples/demo/demo_support.h): its forward and backward on a realistic
+// shape.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
