@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Arm (aarch64) on an x86-64 Debian machine: cross-builds the libraries and tests in build-arm64/ with Debian's
-# cross compiler and arm64 multiarch packages (cmake/toolchains/aarch64-linux-gnu.cmake, warnings as errors, every
-# Highway target: NEON, SVE, SVE2, SVE_256, SVE2_128), then runs under qemu-user:
-#   - the operator, glue and conformance suites (the conformance suite includes the output digests, which must equal
-#     x86's: src/ops/<op>/test/output_digests.txt) on three emulated CPUs: NEON only (QEMU_CPU=max,sve=off), SVE2 with
-#     128-bit vectors and SVE2 with 512-bit vectors (sve-default-vector-length=16 and 64 bytes); every run also
-#     compares each SIMD target it can run against the others (cross-target tests, child processes through qemu);
+# Arm (aarch64) on an x86-64 Debian machine: cross-builds the libraries and the suites that run here in
+# build-arm64/ with Debian's cross compiler and arm64 multiarch packages (cmake/toolchains/aarch64-linux-gnu.cmake,
+# warnings as errors, every Highway target: NEON, SVE, SVE2, SVE_256, SVE2_128), then runs under qemu-user:
+#   - the glue suite (base_tests: conversions, the canonical multiply-adds, sums and exponential on every target)
+#     and the conformance suite (every operator, dtype, layout and mode variant against the float64 references,
+#     and the output digests, which must equal x86's: src/ops/<op>/test/output_digests.txt) on three emulated CPUs:
+#     NEON only (QEMU_CPU=max,sve=off), SVE2 with 128-bit vectors and SVE2 with 512-bit vectors
+#     (sve-default-vector-length=16 and 64 bytes); every run also compares each SIMD target it can run against the
+#     others (cross-target tests, child processes through qemu). The operator suites' sweeps are x86's (the same
+#     code, and the digests prove the same bits);
 #   - the runtime suite and strict mode's tests, once;
 #   - an installed prefix (cmake --install) and, built against it with the plain cross g++ line, the sample, the
 #     CANN-style programs of the install test and the seeds' CANN sample programs (when ../shared/spec/seeds or
@@ -13,7 +16,7 @@
 #     them to compare with.
 # Speed is not measured here (emulated). Works on a fresh Debian 12 machine (installs the missing packages with
 # apt-get, adding the arm64 architecture to dpkg; needs root or sudo for that). PACL_ARM64_QEMU_CPUS overrides the
-# list of QEMU_CPU settings (space-separated).
+# list of QEMU_CPU settings (space-separated); PACL_ARM64_OP_TESTS=1 also runs the operator suite under each.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${root}/scripts/packages.sh"
@@ -36,24 +39,27 @@ if command -v nvcc > /dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then
     { echo "FAIL: the aarch64 build did not leave out the host's CUDA toolkit" >&2; exit 1; }
 fi
 rm -f "${build}.configure.log"
-cmake --build "${build}"
+suites=(base_tests system/conformance_tests runtime_tests strict_tests)
+if [[ "${PACL_ARM64_OP_TESTS:-0}" == 1 ]]; then suites+=(op_tests); fi
+cmake --build "${build}" --target ascendcl nnopbase opapi $(for suite in "${suites[@]}"; do basename "${suite}"; done)
 
 qemu_cpus=(${PACL_ARM64_QEMU_CPUS:-"max,sve=off" "max,sve-default-vector-length=16" "max,sve-default-vector-length=64"})
 run_suite() {  # QEMU_CPU, binary, arguments...
-  local cpu="$1" binary="$2"
+  local cpu="$1" binary="$2" start="${SECONDS}"
   shift 2
   echo "=== QEMU_CPU=${cpu} $(basename "${binary}") $*"
   QEMU_CPU="${cpu}" qemu-aarch64 "${build}/tests/${binary}" --gtest_brief=1 "$@" 2>&1 | tail -n 4
   # (the pipe: gtest's brief output still lists every failure; the status is the binary's)
   [[ "${PIPESTATUS[0]}" -eq 0 ]] || { echo "FAIL: ${binary} under QEMU_CPU=${cpu}" >&2; exit 1; }
+  echo "    ($((SECONDS - start)) s)"
 }
 for cpu in "${qemu_cpus[@]}"; do
   echo "=== Highway targets under QEMU_CPU=${cpu}:"
   QEMU_CPU="${cpu}" qemu-aarch64 "${build}/tests/base_tests" --gtest_filter=ConvertTargetsTest.Dispatch* |
     grep "Highway targets"
   run_suite "${cpu}" base_tests
-  run_suite "${cpu}" op_tests
   run_suite "${cpu}" system/conformance_tests
+  if [[ "${PACL_ARM64_OP_TESTS:-0}" == 1 ]]; then run_suite "${cpu}" op_tests; fi
 done
 run_suite "${qemu_cpus[-1]}" runtime_tests
 ACLNN_STRICT=1 run_suite "${qemu_cpus[-1]}" strict_tests
