@@ -5,7 +5,9 @@
 //
 // Determinism: every reduction here combines its terms in an order fixed by the problem's shape alone (a thread's
 // own terms in index order, then a butterfly across the warp, then the warps' totals in warp order), never by
-// timing, and no kernel uses floating-point atomics: a call gives the same bits on every run.
+// timing, and the default (deterministic) implementations use no floating-point atomics: a call gives the same bits
+// on every run. Only the "cuda-atomic" backward implementations (the grid sampler's and MSDA's, chosen only when an
+// application turns ACL_OPT_DETERMINISTIC off) add with float atomics, and their results vary from run to run.
 #ifndef PACL_CUDA_KERNELS_CUH_
 #define PACL_CUDA_KERNELS_CUH_
 
