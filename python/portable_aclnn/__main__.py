@@ -10,32 +10,14 @@ import sys
 
 import numpy as np
 
-from . import AclnnError, _ops
+from . import AclnnError
+from ._operator import REQUIRED
+from .ops import entries
 
-# Each operator: its function, its input names in order, its attributes with defaults, its output names.
-OPERATORS = {
-    "scaled_masked_softmax": (_ops.scaled_masked_softmax, ["x", "mask"], {"scale": 1.0, "fixed_triu_mask": False},
-                              ["y"]),
-    "scaled_masked_softmax_backward": (_ops.scaled_masked_softmax_backward, ["grad_output", "y", "mask"],
-                                       {"scale": 1.0, "fixed_triu_mask": False}, ["grad_x"]),
-    "grid_sample": (_ops.grid_sample, ["input", "grid"],
-                    {"mode": "bilinear", "padding_mode": "zeros", "align_corners": False}, ["output"]),
-    "grid_sample_backward": (_ops.grid_sample_backward, ["grad_output", "input", "grid"],
-                             {"mode": "bilinear", "padding_mode": "zeros", "align_corners": False},
-                             ["input_grad", "grid_grad"]),
-    "multi_scale_deformable_attn": (_ops.multi_scale_deformable_attn,
-                                    ["value", "value_spatial_shapes", "value_level_start_index",
-                                     "sampling_locations", "attention_weights"], {}, ["output"]),
-    "multi_scale_deformable_attn_backward": (_ops.multi_scale_deformable_attn_backward,
-                                             ["value", "value_spatial_shapes", "value_level_start_index",
-                                              "sampling_locations", "attention_weights", "grad_output"], {},
-                                             ["grad_value", "grad_sampling_locations", "grad_attention_weights"]),
-    "nsa_compress": (_ops.nsa_compress, ["input", "weight"],
-                     {"compress_block_size": None, "compress_stride": None, "actual_seq_len": None}, ["output"]),
-    "nsa_compress_backward": (_ops.nsa_compress_backward, ["grad_output", "input", "weight"],
-                              {"compress_block_size": None, "compress_stride": None, "actual_seq_len": None},
-                              ["input_grad", "weight_grad"]),
-}
+
+# The operators: the entries of the operator modules (portable_aclnn/ops/): each entry's plain function, input names
+# in order, attributes with defaults (REQUIRED: must be given) and output names.
+OPERATORS = entries()
 
 # CANN's single-golden precision criteria: MERE < threshold and MARE < 10 x threshold, where the relative error
 # of an element is |actual - golden| / (|golden| + 1e-7).
@@ -43,14 +25,18 @@ THRESHOLDS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -1
 DTYPES = ["float32", "float16", "bfloat16", "float64", "bool", "int32", "int64"]
 
 EPILOG = """examples:
-  # softmax of x.npy under mask.bin (raw bytes: its shape and dtype given), outputs into out/
+  # inputs for the softmax below: x (4, 8, 128, 128) float16 as a .npy file, a mask (4, 1, 128, 128) as raw bool bytes
+  python3 -c 'import numpy as np; rng = np.random.default_rng(0)
+  np.save("x.npy", rng.standard_normal((4, 8, 128, 128)).astype(np.float16))
+  (rng.random((4, 1, 128, 128)) < 0.1).tofile("mask.bin")'
+  # softmax of x.npy under mask.bin (raw bytes: its shape and dtype given), outputs into out/ (out/y.npy)
   python3 -m portable_aclnn run scaled_masked_softmax --input x=x.npy \\
       --input mask=mask.bin:shape=4x1x128x128:dtype=bool --attr scale=0.125 --output-dir out
   # the same call described by a JSON case file (keys: op, inputs, attrs, output_dir)
   python3 -m portable_aclnn run --case case.json
   # compare an output with a golden file by CANN's criteria; exit status 0 when it passes, 1 when not
   python3 -m portable_aclnn compare out/y.npy golden_y.npy
-  python3 -m portable_aclnn list
+  python3 -m portable_aclnn list    # every operator's inputs, attributes (defaults, or required) and outputs
 """
 
 
@@ -124,7 +110,9 @@ def parse_value(text):
 def run(op, inputs, attrs, output_dir):
     if op not in OPERATORS:
         raise ValueError(f"unknown operator {op!r}; `list` shows them")
-    function, input_names, defaults, output_names = OPERATORS[op]
+    entry = OPERATORS[op]
+    function, input_names, defaults, output_names = (entry.function, list(entry.inputs), entry.attributes,
+                                                     entry.outputs)
     missing = [name for name in input_names if name not in inputs]
     extra = sorted(set(inputs) - set(input_names))
     if missing or extra:
@@ -134,7 +122,7 @@ def run(op, inputs, attrs, output_dir):
         raise ValueError(f"{op} takes attributes {sorted(defaults)}; unknown {unknown}")
     values = dict(defaults)
     values.update(attrs)
-    unset = [name for name, value in values.items() if value is None and name != "actual_seq_len"]
+    unset = [name for name, value in values.items() if value is REQUIRED]
     if unset:
         raise ValueError(f"{op}: attributes {unset} must be given")
     arrays = [load_array(*inputs[name]) for name in input_names]
@@ -173,6 +161,13 @@ def _dtype_name(array):
     return str(array.dtype).replace("torch.", "")
 
 
+def _describe_attribute(name, default):
+    """`list`'s text for an attribute: name=default as JSON, or "name (required)"."""
+    if default is REQUIRED:
+        return f"{name} (required)"
+    return f"{name}={json.dumps(default)}"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python3 -m portable_aclnn", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -201,9 +196,10 @@ def main(argv=None):
 
     try:
         if args.command == "list":
-            for name, (_, inputs, attrs, outputs) in OPERATORS.items():
-                print(f"{name}\n  inputs: {', '.join(inputs)}\n  attributes: "
-                      f"{', '.join(f'{k}={v}' for k, v in attrs.items()) or '-'}\n  outputs: {', '.join(outputs)}")
+            for name, operator in OPERATORS.items():
+                print(f"{name}\n  inputs: {', '.join(operator.inputs)}\n  attributes: "
+                      f"{', '.join(_describe_attribute(k, v) for k, v in operator.attributes.items()) or '-'}\n"
+                      f"  outputs: {', '.join(operator.outputs)}")
             return 0
         if args.command == "run":
             if args.case:

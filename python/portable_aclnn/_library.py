@@ -1,18 +1,21 @@
 """Loading the three libraries and calling the aclnn API through ctypes.
 
-The libraries are found, in this order, in $PORTABLE_ACLNN_LIBRARY_DIR, in the directory recorded when the package
-was installed (_install_dir.py, written by `cmake --install`), in a build directory of a source checkout
-(build/ next to python/), and on the system's library path.
+The libraries are found, in this order, in the package's own lib/ (a wheel, `pip install .`), in
+$PORTABLE_ACLNN_LIBRARY_DIR, in the directory recorded when the package was installed (_install_dir.py, written by
+`cmake --install`), in a build directory of a source checkout (build/ next to python/), and on the system's library
+path. The operators' functions and their argument types come from the operator modules (portable_aclnn.ops).
 """
 
 import contextlib
 import ctypes
 import ctypes.util
 import os
+import sys
 import threading
 
 ACL_SUCCESS = 0
 ACL_MEM_MALLOC_HUGE_FIRST = 0
+LIBRARIES = ("ascendcl", "nnopbase", "opapi")  # in load order: each needs the ones before it
 
 
 class AclnnError(RuntimeError):
@@ -26,6 +29,8 @@ class AclnnError(RuntimeError):
 
 
 def _candidate_dirs():
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "lib")  # a wheel's own copies (pip install .)
     explicit = os.environ.get("PORTABLE_ACLNN_LIBRARY_DIR")
     if explicit:
         yield explicit
@@ -35,21 +40,23 @@ def _candidate_dirs():
         yield _install_dir.LIBRARY_DIR
     except ImportError:
         pass
-    here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, "..", "..", "build")
 
 
 def _load(name):
+    """(the loaded library, its path)."""
     for directory in _candidate_dirs():
-        path = os.path.join(directory, f"lib{name}.so")
-        if os.path.exists(path):
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        for file_name in (f"lib{name}.so", f"lib{name}.so.0"):  # a build's link name, or the soname (wheels)
+            path = os.path.join(directory, file_name)
+            if os.path.exists(path):
+                return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), os.path.realpath(path)
     found = ctypes.util.find_library(name)
     if found is None:
         raise OSError(
             f"portable_aclnn: lib{name}.so not found; set PORTABLE_ACLNN_LIBRARY_DIR to the directory that holds "
-            "libascendcl.so, libnnopbase.so and libopapi.so (an install prefix's lib/ or a build directory)")
-    return ctypes.CDLL(found, mode=ctypes.RTLD_GLOBAL)
+            "libascendcl.so, libnnopbase.so and libopapi.so (an install prefix's lib/ or a build directory), or "
+            "install the package with `pip install .` from the repository root (docs/python.md)")
+    return ctypes.CDLL(found, mode=ctypes.RTLD_GLOBAL), found
 
 
 _p = ctypes.c_void_p
@@ -80,25 +87,59 @@ _SIGNATURES = {
     "aclCreateIntArray": ("nnopbase", _p, [_i64p, _u64]),
     "aclDestroyIntArray": ("nnopbase", ctypes.c_int, [_p]),
     "aclDestroyAclOpExecutor": ("nnopbase", ctypes.c_int, [_p]),
-    "aclnnScaledMaskedSoftmaxGetWorkspaceSize":
-        ("opapi", ctypes.c_int, [_p, _p, ctypes.c_double, ctypes.c_bool, _p, _u64p, _pp]),
-    "aclnnScaledMaskedSoftmaxBackwardGetWorkspaceSize":
-        ("opapi", ctypes.c_int, [_p, _p, _p, ctypes.c_double, ctypes.c_bool, _p, _u64p, _pp]),
-    "aclnnGridSampler2DGetWorkspaceSize": ("opapi", ctypes.c_int, [_p, _p, _i64, _i64, ctypes.c_bool, _p, _u64p, _pp]),
-    "aclnnGridSampler2DBackwardGetWorkspaceSize":
-        ("opapi", ctypes.c_int, [_p, _p, _p, _i64, _i64, ctypes.c_bool, _p, _p, _p, _u64p, _pp]),
-    "aclnnMultiScaleDeformableAttnFunctionGetWorkspaceSize": ("opapi", ctypes.c_int, [_p] * 6 + [_u64p, _pp]),
-    "aclnnMultiScaleDeformableAttentionGradGetWorkspaceSize": ("opapi", ctypes.c_int, [_p] * 9 + [_u64p, _pp]),
-    "aclnnNsaCompressGetWorkspaceSize":
-        ("opapi", ctypes.c_int, [_p, _p, _p, ctypes.c_char_p, _i64, _i64, _i64, _p, _u64p, _pp]),
-    "aclnnNsaCompressGradGetWorkspaceSize":
-        ("opapi", ctypes.c_int, [_p, _p, _p, _p, _i64, _i64, _i64, ctypes.c_char_p, _p, _p, _u64p, _pp]),
 }
-_PHASE2 = ["aclnnScaledMaskedSoftmax", "aclnnScaledMaskedSoftmaxBackward", "aclnnGridSampler2D",
-           "aclnnGridSampler2DBackward", "aclnnMultiScaleDeformableAttnFunction",
-           "aclnnMultiScaleDeformableAttentionGrad", "aclnnNsaCompress", "aclnnNsaCompressGrad"]
-for _name in _PHASE2:
-    _SIGNATURES[_name] = ("opapi", ctypes.c_int, [_p, _u64, _p, _p])
+_WORKSPACE_AND_EXECUTOR = [_u64p, _pp]  # the last two arguments of every aclnnXxxGetWorkspaceSize
+_PHASE2_ARGTYPES = [_p, _u64, _p, _p]  # aclnnXxx(workspace, workspaceSize, executor, stream)
+
+
+def _signatures():
+    """The runtime's functions above, and each operator's two (from its module's ACLNN declarations)."""
+    from .ops import aclnn_calls
+
+    signatures = dict(_SIGNATURES)
+    for call in aclnn_calls():
+        signatures[call.name + "GetWorkspaceSize"] = ("opapi", ctypes.c_int,
+                                                      list(call.phase1_argtypes) + _WORKSPACE_AND_EXECUTOR)
+        signatures[call.name] = ("opapi", ctypes.c_int, _PHASE2_ARGTYPES)
+    return signatures, [call.name for call in aclnn_calls()]
+
+
+# Set beside ACLNN_NUM_THREADS when the package chose the value (from PyTorch's count), so that a child process, which
+# inherits both, makes its own choice rather than taking the parent's for the user's.
+_THREADS_MARK = "PORTABLE_ACLNN_NUM_THREADS_FROM_TORCH"
+
+
+def torch_thread_count():
+    """PyTorch's intra-op thread count when the program or its launcher has set it, else None. Set means:
+    OMP_NUM_THREADS or MKL_NUM_THREADS is in the environment (torchrun sets OMP_NUM_THREADS), or
+    torch.get_num_threads() differs from PyTorch's default, which is also the inter-op count's default (the
+    machine's physical cores, as PyTorch's cpuinfo counts them): torch.set_num_threads was called."""
+    torch = sys.modules.get("torch")
+    if getattr(torch, "get_num_threads", None) is None or getattr(torch, "get_num_interop_threads", None) is None:
+        return None
+    count = torch.get_num_threads()
+    if (os.environ.get("OMP_NUM_THREADS") or os.environ.get("MKL_NUM_THREADS")
+            or count != torch.get_num_interop_threads()):
+        return count
+    return None
+
+
+def _follow_torch_threads():
+    """Before the libraries load: ACLNN_NUM_THREADS (the kernels' threads, read once by the C library at its first
+    parallel loop) from PyTorch's count when that has been set and ACLNN_NUM_THREADS has not (docs/python.md,
+    "Threads"). Returns the count the kernels will use, or None for the C library's default (every CPU of the
+    process's affinity mask)."""
+    chosen = os.environ.get("ACLNN_NUM_THREADS")
+    if chosen is not None and os.environ.get(_THREADS_MARK) != chosen:
+        return int(chosen) if chosen.strip().isdigit() else None  # the user's (the C library checks its range)
+    count = torch_thread_count()
+    if count is None:
+        os.environ.pop(_THREADS_MARK, None)
+        if chosen is not None:  # a parent process's choice, inherited: not this process's
+            del os.environ["ACLNN_NUM_THREADS"]
+        return None
+    os.environ["ACLNN_NUM_THREADS"] = os.environ[_THREADS_MARK] = str(count)
+    return count
 
 
 class _Device:
@@ -119,14 +160,17 @@ class _Api:
         # build). Unset, ACLNN_DEVICE means "auto", the GPUs alone where there are any. A value the program set is
         # left alone.
         os.environ.setdefault("ACLNN_DEVICE", "cuda,cpu")
-        libraries = {name: _load(name) for name in ("ascendcl", "nnopbase", "opapi")}
-        for name, (library, restype, argtypes) in _SIGNATURES.items():
-            function = getattr(libraries[library], name)
+        self.num_threads = _follow_torch_threads()
+        loaded = {name: _load(name) for name in LIBRARIES}
+        self.library_paths = {name: path for name, (_, path) in loaded.items()}
+        signatures, operators = _signatures()
+        for name, (library, restype, argtypes) in signatures.items():
+            function = getattr(loaded[library][0], name)
             function.restype = restype
             function.argtypes = argtypes
             setattr(self, name, function)
-        self.phase1 = {op: getattr(self, op + "GetWorkspaceSize") for op in _PHASE2}
-        self.phase2 = {op: getattr(self, op) for op in _PHASE2}
+        self.phase1 = {op: getattr(self, op + "GetWorkspaceSize") for op in operators}
+        self.phase2 = {op: getattr(self, op) for op in operators}
         self.check("aclInit", self.aclInit(None), accept=(100002,))  # 100002: initialised already
         count = ctypes.c_uint32(0)
         self.check("aclrtGetDeviceCount", self.aclrtGetDeviceCount(ctypes.byref(count)))

@@ -1,6 +1,6 @@
 """mmcv's autograd Function: `from portable_aclnn.compat.mmcv import MultiScaleDeformableAttnFunction`."""
 
-from .. import multi_scale_deformable_attn as _msda
+from ..ops.msda import multi_scale_deformable_attn as _msda
 
 
 class MultiScaleDeformableAttnFunction:

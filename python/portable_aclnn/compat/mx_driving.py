@@ -1,6 +1,6 @@
 """mx_driving's name: `from portable_aclnn.compat import mx_driving`."""
 
-from .. import multi_scale_deformable_attn as _msda
+from ..ops.msda import multi_scale_deformable_attn as _msda
 
 
 def multi_scale_deformable_attn(value, value_spatial_shapes, value_level_start_index, sampling_locations,

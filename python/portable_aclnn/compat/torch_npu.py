@@ -1,6 +1,7 @@
 """torch_npu's names: `from portable_aclnn.compat import torch_npu` then `torch_npu.npu_scaled_masked_softmax(...)`."""
 
-from .. import _ops, nsa_compress, scaled_masked_softmax
+from ..ops.nsa_compress import nsa_compress, nsa_compress_backward
+from ..ops.scaled_masked_softmax import scaled_masked_softmax, scaled_masked_softmax_backward
 
 
 def npu_scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):
@@ -11,7 +12,7 @@ def npu_scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):
 
 def npu_scaled_masked_softmax_backward(y_grad, y, mask, scale, fixed_triu_mask):
     """torch_npu.npu_scaled_masked_softmax_backward: the gradient with respect to x."""
-    return _ops.scaled_masked_softmax_backward(y_grad, y, mask, scale, fixed_triu_mask)
+    return scaled_masked_softmax_backward(y_grad, y, mask, scale, fixed_triu_mask)
 
 
 def npu_nsa_compress(input, weight, compress_block_size, compress_stride, *, actual_seq_len=None):
@@ -21,4 +22,4 @@ def npu_nsa_compress(input, weight, compress_block_size, compress_stride, *, act
 
 def npu_nsa_compress_grad(grad, input, weight, compress_block_size, compress_stride, *, actual_seq_len=None):
     """torch_npu.npu_nsa_compress_grad: (input_grad, weight_grad)."""
-    return _ops.nsa_compress_backward(grad, input, weight, compress_block_size, compress_stride, actual_seq_len)
+    return nsa_compress_backward(grad, input, weight, compress_block_size, compress_stride, actual_seq_len)
