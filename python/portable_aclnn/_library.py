@@ -6,7 +6,6 @@ $PORTABLE_ACLNN_LIBRARY_DIR, in the directory recorded when the package was inst
 path. The operators' functions and their argument types come from the operator modules (portable_aclnn.ops).
 """
 
-import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -80,14 +79,21 @@ _SIGNATURES = {
     "aclrtMalloc": ("ascendcl", ctypes.c_int, [_pp, ctypes.c_size_t, ctypes.c_int]),
     "aclrtFree": ("ascendcl", ctypes.c_int, [_p]),
     "aclGetRecentErrMsg": ("ascendcl", ctypes.c_char_p, []),
-    "aclCreateTensor": ("nnopbase", _p, [_i64p, _u64, ctypes.c_int, _i64p, _i64, ctypes.c_int, _i64p, _u64, _p]),
-    "aclDestroyTensor": ("nnopbase", ctypes.c_int, [_p]),
+    # Made and destroyed three to nine times a call: no argtypes (their conversions cost more than the C calls), so
+    # _tensors.py passes every argument as its exact ctypes type (see _tensors._create), and the handle comes back as
+    # a TensorHandle (a c_void_p subclass: ctypes does not turn it into an int, so it passes back as a pointer).
+    "aclCreateTensor": ("nnopbase", "TensorHandle", None),
+    "aclDestroyTensor": ("nnopbase", ctypes.c_int, None),
     "aclCreateBoolArray": ("nnopbase", _p, [ctypes.POINTER(ctypes.c_bool), _u64]),
     "aclDestroyBoolArray": ("nnopbase", ctypes.c_int, [_p]),
     "aclCreateIntArray": ("nnopbase", _p, [_i64p, _u64]),
     "aclDestroyIntArray": ("nnopbase", ctypes.c_int, [_p]),
     "aclDestroyAclOpExecutor": ("nnopbase", ctypes.c_int, [_p]),
 }
+class TensorHandle(ctypes.c_void_p):
+    """An aclTensor * returned by aclCreateTensor, kept as a ctypes object (NULL: .value is None)."""
+
+
 _WORKSPACE_AND_EXECUTOR = [_u64p, _pp]  # the last two arguments of every aclnnXxxGetWorkspaceSize
 _PHASE2_ARGTYPES = [_p, _u64, _p, _p]  # aclnnXxx(workspace, workspaceSize, executor, stream)
 
@@ -145,8 +151,9 @@ def _follow_torch_threads():
 class _Device:
     """One aclnn device the package uses: its context, and the streams calls run on."""
 
-    def __init__(self, context):
+    def __init__(self, context, torch_device=None):
         self.context = context
+        self.torch_device = torch_device  # a GPU's torch.device (its workspaces are PyTorch's)
         self.stream = None  # the CPU's own stream
         self.native_streams = {}  # a GPU's: aclrtStream over each PyTorch stream used, by cudaStream_t
 
@@ -166,8 +173,9 @@ class _Api:
         signatures, operators = _signatures()
         for name, (library, restype, argtypes) in signatures.items():
             function = getattr(loaded[library][0], name)
-            function.restype = restype
-            function.argtypes = argtypes
+            function.restype = TensorHandle if restype == "TensorHandle" else restype
+            if argtypes is not None:
+                function.argtypes = argtypes
             setattr(self, name, function)
         self.phase1 = {op: getattr(self, op + "GetWorkspaceSize") for op in operators}
         self.phase2 = {op: getattr(self, op) for op in operators}
@@ -219,24 +227,32 @@ class _Api:
         cuda_index = operands.cuda_index
         if cuda_index is not None:
             return self._run_on_gpu(op, cuda_index, phase1_args)
-        if self.cpu is None:
+        cpu = self.cpu
+        if cpu is None:
             raise ValueError(f"{op}: host memory needs the CPU device, and this process's devices have none "
                              f"(ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}; the package's default is cuda,cpu)")
         # CANN's sequence: phase 1, a workspace from aclrtMalloc, phase 2, synchronise, free.
-        self.check("aclrtSetCurrentContext", self.aclrtSetCurrentContext(self.cpu.context))
+        status = self.aclrtSetCurrentContext(cpu.context)
+        if status != ACL_SUCCESS:
+            raise AclnnError("aclrtSetCurrentContext", status, self.recent_error())
         workspace_size, executor = self._phase1(op, phase1_args)
-        workspace = ctypes.c_void_p()
+        workspace = None
         if workspace_size > 0:
+            workspace = ctypes.c_void_p()
             status = self.aclrtMalloc(ctypes.byref(workspace), workspace_size, ACL_MEM_MALLOC_HUGE_FIRST)
             if status != ACL_SUCCESS:
                 message = self.recent_error()
                 self.aclDestroyAclOpExecutor(executor)
                 raise AclnnError("aclrtMalloc", status, message)
         try:
-            self.check(op, self.phase2[op](workspace, workspace_size, executor, self.cpu.stream))
-            self.check("aclrtSynchronizeStream", self.aclrtSynchronizeStream(self.cpu.stream))
+            status = self.phase2[op](workspace, workspace_size, executor, cpu.stream)
+            if status != ACL_SUCCESS:
+                raise AclnnError(op, status, self.recent_error())
+            status = self.aclrtSynchronizeStream(cpu.stream)
+            if status != ACL_SUCCESS:
+                raise AclnnError("aclrtSynchronizeStream", status, self.recent_error())
         finally:
-            if workspace.value:
+            if workspace is not None:
                 self.aclrtFree(workspace)
 
     def host_malloc(self, nbytes):
@@ -268,28 +284,64 @@ class _Api:
     def _run_on_gpu(self, op, index, phase1_args):
         """A call on PyTorch's current stream of CUDA device index, as PyTorch's own operators run: asynchronous, a
         workspace from PyTorch's caching allocator (freed memory is reused in stream order), no synchronisation."""
+        device = self.gpus.get(index) or self._gpu(index)
+        cuda = _torch_cuda()
+        if device.torch_device is None:
+            device.torch_device = cuda.torch.device("cuda", index)
+        # The run makes its GPU current on this thread (cudaSetDevice): PyTorch's current device is put back after.
+        if cuda.current_device() != index:
+            with cuda.torch.cuda.device(index):
+                return self._launch_on_gpu(op, device, index, phase1_args, cuda)
+        return self._launch_on_gpu(op, device, index, phase1_args, cuda)
+
+    def _launch_on_gpu(self, op, device, index, phase1_args, cuda):
+        native = cuda.current_raw_stream(index)
+        status = self.aclrtSetCurrentContext(device.context)
+        if status != ACL_SUCCESS:
+            raise AclnnError("aclrtSetCurrentContext", status, self.recent_error())
+        stream = device.native_streams.get(native)
+        if stream is None:
+            with self.lock:
+                stream = device.native_streams.get(native)
+                if stream is None:
+                    stream = ctypes.c_void_p()
+                    self.check("paclrtCreateStreamFromNative",
+                               self.paclrtCreateStreamFromNative(ctypes.byref(stream), native or None))
+                    device.native_streams[native] = stream
+        workspace_size, executor = self._phase1(op, phase1_args)
+        workspace = None
+        if workspace_size > 0:
+            workspace = cuda.torch.empty((workspace_size,), dtype=cuda.torch.uint8, device=device.torch_device)
+        status = self.phase2[op](workspace.data_ptr() if workspace is not None else None, workspace_size, executor,
+                                 stream)
+        if status != ACL_SUCCESS:
+            raise AclnnError(op, status, self.recent_error())
+
+
+class _TorchCuda:
+    """PyTorch's current CUDA device and stream, by the quickest calls this PyTorch has: a small call on CUDA tensors
+    pays for these every time (torch.cuda.current_stream() makes a Stream object; its private raw getter, which
+    torch.compile's generated code uses, returns the cudaStream_t alone)."""
+
+    def __init__(self):
         import torch
 
-        device = self._gpu(index)
-        # The run makes its GPU current on this thread (cudaSetDevice): PyTorch's current device is put back after.
-        with torch.cuda.device(index) if torch.cuda.current_device() != index else contextlib.nullcontext():
-            native = torch.cuda.current_stream(index).cuda_stream
-            self.check("aclrtSetCurrentContext", self.aclrtSetCurrentContext(device.context))
-            stream = device.native_streams.get(native)
-            if stream is None:
-                with self.lock:
-                    stream = device.native_streams.get(native)
-                    if stream is None:
-                        stream = ctypes.c_void_p()
-                        self.check("paclrtCreateStreamFromNative",
-                                   self.paclrtCreateStreamFromNative(ctypes.byref(stream), native or None))
-                        device.native_streams[native] = stream
-            workspace_size, executor = self._phase1(op, phase1_args)
-            workspace = None
-            if workspace_size > 0:
-                workspace = torch.empty((workspace_size,), dtype=torch.uint8, device=torch.device("cuda", index))
-            self.check(op, self.phase2[op](workspace.data_ptr() if workspace is not None else None, workspace_size,
-                                           executor, stream))
+        self.torch = torch
+        get_device = getattr(torch._C, "_cuda_getDevice", None)
+        self.current_device = get_device if get_device is not None else torch.cuda.current_device
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.current_raw_stream = raw_stream if raw_stream is not None else (
+            lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
+_torch_cuda_instance = None
+
+
+def _torch_cuda():
+    global _torch_cuda_instance
+    if _torch_cuda_instance is None:
+        _torch_cuda_instance = _TorchCuda()
+    return _torch_cuda_instance
 
 
 _api = None

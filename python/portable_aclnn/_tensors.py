@@ -28,42 +28,72 @@ if torch is not None:
                      torch.bool: ACL_BOOL, torch.int32: ACL_INT32, torch.int64: ACL_INT64, torch.bfloat16: ACL_BF16}
 
 
+_TENSOR_TYPE = torch.Tensor if torch is not None else ()  # isinstance(x, ()) is False
+_NDARRAY = np.ndarray
+
+
 def is_torch(array):
-    return torch is not None and isinstance(array, torch.Tensor)
+    return isinstance(array, _TENSOR_TYPE)
 
 
 def require_array(array, name):
     """TypeError unless array is a torch.Tensor or numpy.ndarray (checked before its shape is read)."""
-    if not (is_torch(array) or isinstance(array, np.ndarray)):
+    if not isinstance(array, (_TENSOR_TYPE, _NDARRAY)):
         raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
+
+
+def _unsupported_device(array, name):
+    return ValueError(f"{name}: tensors on {array.device} are not supported: portable_aclnn runs on the CPU and on "
+                      "CUDA GPUs")
 
 
 def cuda_index(array, name):
     """None for host memory (NumPy, CPU tensors), the device index of a CUDA tensor; ValueError for other devices."""
-    if not is_torch(array) or array.is_cpu:
+    if not isinstance(array, _TENSOR_TYPE) or array.is_cpu:
         return None
     if array.is_cuda:
-        return array.device.index
-    raise ValueError(f"{name}: tensors on {array.device} are not supported: portable_aclnn runs on the CPU and on "
-                     "CUDA GPUs")
+        return array.get_device()
+    raise _unsupported_device(array, name)
 
 
 def describe(array, name):
-    """(data pointer, shape, element strides, acl dtype) of a torch tensor or NumPy array."""
-    if is_torch(array):
+    """(data pointer, shape, element strides, acl dtype, CUDA device index or None for host memory) of a torch
+    tensor or NumPy array. One pass over the array: this is most of a small call's Python cost."""
+    if isinstance(array, _TENSOR_TYPE):
         dtype = _TORCH_DTYPES.get(array.dtype)
         if dtype is None:
             raise TypeError(f"{name}: dtype {array.dtype} is not supported")
-        return array.data_ptr(), tuple(array.shape), array.stride(), dtype
-    if isinstance(array, np.ndarray):
-        if array.dtype not in _NUMPY_DTYPES:
+        if array.is_cpu:
+            index = None
+        elif array.is_cuda:
+            index = array.get_device()
+        else:
+            raise _unsupported_device(array, name)
+        return array.data_ptr(), array.shape, array.stride(), dtype, index  # shape: torch.Size, a tuple
+    if isinstance(array, _NDARRAY):
+        dtype = _NUMPY_DTYPES.get(array.dtype)
+        if dtype is None:
             raise TypeError(f"{name}: dtype {array.dtype} is not supported")
-        itemsize = array.dtype.itemsize
-        if any(s % itemsize for s in array.strides):
-            raise ValueError(f"{name}: strides {array.strides} are not whole elements")
-        strides = tuple(s // itemsize for s in array.strides)
-        return array.ctypes.data, tuple(array.shape), strides, _NUMPY_DTYPES[array.dtype]
+        key = (array.strides, array.itemsize)
+        strides = _ELEMENT_STRIDES.get(key)
+        if strides is None:
+            strides = _element_strides(key, name)
+        return array.ctypes.data, array.shape, strides, dtype, None
     raise TypeError(f"{name}: expected a torch.Tensor or numpy.ndarray, got {type(array).__name__}")
+
+
+# (byte strides, item size) -> element strides of NumPy arrays (bounded as _VIEW_CACHE).
+_ELEMENT_STRIDES = {}
+
+
+def _element_strides(key, name):
+    byte_strides, itemsize = key
+    if any(s % itemsize for s in byte_strides):
+        raise ValueError(f"{name}: strides {byte_strides} are not whole elements")
+    if len(_ELEMENT_STRIDES) >= 4096:
+        _ELEMENT_STRIDES.clear()
+    strides = _ELEMENT_STRIDES[key] = tuple(s // itemsize for s in byte_strides)
+    return strides
 
 
 # ctypes array types of int64 by length (a length-0 view still passes a valid pointer).
@@ -94,21 +124,41 @@ def _view_arguments(shape, strides, name):
             raise ValueError(f"{name}: negative strides {strides} are not supported (aclCreateTensor refuses them)")
         extent += (size - 1) * stride
     array_type = _INT64_ARRAYS[count]
-    arguments = (count, array_type(*shape), array_type(*strides), _INT64_ARRAYS[1](extent))
+    arguments = (ctypes.c_uint64(count), array_type(*shape), array_type(*strides), _INT64_ARRAYS[1](extent))
     if len(_VIEW_CACHE) >= _VIEW_CACHE_LIMIT:
         _VIEW_CACHE.clear()
-    _VIEW_CACHE[key] = arguments
+    _VIEW_CACHE[tuple(shape), tuple(strides)] = arguments
     return arguments
+
+
+_ZERO_OFFSET = ctypes.c_int64(0)
+_ONE_STORAGE_DIM = ctypes.c_uint64(1)
+_FORMAT_ND = ctypes.c_int(ACL_FORMAT_ND)
+_c_void_p = ctypes.c_void_p
+
+
+def _create(data, shape, strides, dtype, name):
+    """aclCreateTensor(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum, data),
+    called without argtypes (_library.py): each argument is passed as its C type here, the int64 arrays, the uint64
+    and int64 scalars as ctypes objects (a plain int would pass as a 32-bit int), dtype as an int (aclDataType is an
+    enum, an int)."""
+    count, dims, steps, storage = _VIEW_CACHE.get((shape, strides)) or _view_arguments(shape, strides, name)
+    handle = api().aclCreateTensor(dims, count, dtype, steps, _ZERO_OFFSET, _FORMAT_ND, storage, _ONE_STORAGE_DIM,
+                                   _c_void_p(data))
+    if handle.value is None:
+        raise ValueError(f"{name}: aclCreateTensor refused shape {tuple(shape)} strides {tuple(strides)}: "
+                         f"{api().recent_error()}")
+    return handle
 
 
 def create_tensor(array, name):
     """A new aclTensor handle over an array's memory (the caller destroys it, and keeps the array alive till then)."""
-    data, shape, strides, dtype = describe(array, name)
-    count, dims, steps, storage = _view_arguments(shape, strides, name)
-    handle = api().aclCreateTensor(dims, count, dtype, steps, 0, ACL_FORMAT_ND, storage, 1, data or None)
-    if not handle:
-        raise ValueError(f"{name}: aclCreateTensor refused shape {shape} strides {strides}: {api().recent_error()}")
-    return handle
+    data, shape, strides, dtype, _ = describe(array, name)
+    return _create(data, shape, strides, dtype, name)
+
+
+def _where(index):
+    return "host memory" if index is None else f"cuda:{index}"
 
 
 class Operands:
@@ -124,17 +174,14 @@ class Operands:
         self._first_name = None  # the operand whose device the call's is
 
     def tensor(self, array, name):
-        index = cuda_index(array, name)
+        data, shape, strides, dtype, index = describe(array, name)
         if self._first_name is None:
             self._first_name = name
             self.cuda_index = index
         elif index != self.cuda_index:
-            def where(i):
-                return "host memory" if i is None else f"cuda:{i}"
-
-            raise ValueError(f"{name} is in {where(index)}, but {self._first_name} is in {where(self.cuda_index)}: "
+            raise ValueError(f"{name} is in {_where(index)}, but {self._first_name} is in {_where(self.cuda_index)}: "
                              "a call's tensors must all be on one device")
-        handle = create_tensor(array, name)
+        handle = _create(data, shape, strides, dtype, name)
         self._handles.append(handle)
         return handle
 
@@ -142,10 +189,11 @@ class Operands:
         return self
 
     def __exit__(self, *exception):
-        destroy = api().aclDestroyTensor
-        for handle in self._handles:
-            destroy(handle)
-        self._handles.clear()
+        if self._handles:
+            destroy = api().aclDestroyTensor
+            for handle in self._handles:
+                destroy(handle)
+            self._handles.clear()
 
 
 class AclTensor:
@@ -158,7 +206,7 @@ class AclTensor:
         self.handle = create_tensor(array, name)
 
     def close(self):
-        if self.handle:
+        if self.handle is not None:
             api().aclDestroyTensor(self.handle)
             self.handle = None
 
@@ -204,12 +252,12 @@ def _pooled_host_tensor(shape, dtype, count, nbytes):
 
 
 def empty_like_kind(reference, shape):
-    """A new uninitialised array of shape, of reference's kind (torch or NumPy), dtype and device."""
-    if is_torch(reference):
+    """A new uninitialised array of shape, of reference's kind (torch or NumPy), dtype and device (contiguous)."""
+    if isinstance(reference, _TENSOR_TYPE):
         if reference.is_cpu:
             count = math.prod(shape)
             nbytes = count * reference.element_size()
             if nbytes >= POOLED_OUTPUT_BYTES:
                 return _pooled_host_tensor(shape, reference.dtype, count, nbytes)
-        return torch.empty(shape, dtype=reference.dtype, device=reference.device)
+        return reference.new_empty(shape)
     return np.empty(shape, dtype=reference.dtype)
