@@ -72,6 +72,11 @@ def test_a_new_operator_module_is_all_it_takes(tmp_path):
 
 def test_softmax_mask_none_is_no_mask():
     g = torch.Generator().manual_seed(50)
+    from portable_aclnn.ops import scaled_masked_softmax
+
+    scaled_masked_softmax._FALSE.clear()  # made afresh below
+    with torch.inference_mode():  # the no-mask element made here must still serve autograd below
+        pa.scaled_masked_softmax(torch.zeros(1, 1, 5, 33), None)
     x = (torch.rand(2, 3, 5, 33, generator=g) * 6 - 3).requires_grad_()
     no_mask = np.zeros((1, 1, 5, 33), bool)
     y = pa.scaled_masked_softmax(x, None, 0.8)

@@ -37,7 +37,9 @@ def no_mask(like, query_len, key_len):
     if is_torch(like):
         element = _FALSE.get(like.device)
         if element is None:
-            element = _FALSE.setdefault(like.device, torch.zeros((1, 1, 1, 1), dtype=torch.bool, device=like.device))
+            with torch.inference_mode(False):  # an ordinary tensor, which autograd may save, even if made in one
+                element = torch.zeros((1, 1, 1, 1), dtype=torch.bool, device=like.device)
+            element = _FALSE.setdefault(like.device, element)
         return element.expand(1, 1, query_len, key_len)
     element = _FALSE.get("numpy")
     if element is None:
