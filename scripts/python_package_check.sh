@@ -3,7 +3,8 @@
 # (Debian's /usr/bin/python3 -m venv --system-site-packages, so numpy, torch and pytest are python3-numpy,
 # python3-torch and python3-pytest from apt), `pip wheel .` offline (the repository's own build backend: CMake
 # builds the libraries in a temporary directory; the CUDA backend when nvcc is found, or as PORTABLE_ACLNN_CUDA says),
-# the wheel's size and contents, `pip install` of the wheel, a check that the source tree was not written to, then
+# the wheel's size and contents, `pip wheel ./python` (the pure-Python wheel), `pip install` of the first wheel, a
+# check that neither build wrote into the source tree (git status --ignored), then
 # every test of tests/python (the package's, the DETR drop-in's, the 2-process DDP one) copied to a directory
 # outside the source tree and run there against the installed package, with PYTHONPATH and
 # PORTABLE_ACLNN_LIBRARY_DIR unset. Exit status non-zero on any failure. Installs python3-venv, python3-numpy,
@@ -41,6 +42,15 @@ with zipfile.ZipFile(path) as wheel:
         print(f"{info.file_size:>10}  {info.compress_size:>10}  {info.filename}")
     total = sum(info.file_size for info in wheel.infolist())
 print(f"{os.path.basename(path)}: {os.path.getsize(path) / 1e6:.2f} MB compressed, {total / 1e6:.2f} MB installed")
+EOF
+
+echo "=== pip wheel ./python (the Python files alone, a pure-Python wheel: no libraries inside)"
+"${venv_python}" -m pip wheel --no-index --no-deps --wheel-dir "${work}/pure" "${root}/python"
+"${venv_python}" - "${work}"/pure/portable_aclnn-*-py3-none-any.whl << 'EOF'
+import sys, zipfile
+names = zipfile.ZipFile(sys.argv[1]).namelist()
+assert "portable_aclnn/__init__.py" in names and not any("/lib/" in n for n in names), names
+print(f"{len(names)} files, no libraries")
 EOF
 
 echo "=== pip install of the wheel"
