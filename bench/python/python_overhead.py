@@ -5,7 +5,7 @@ With a GPU (PyTorch with CUDA, a CUDA build), also a small call on CUDA tensors 
 --profile prints where a small call's host time goes (cProfile, CPU and CUDA tensors); --no-msda skips the training
 step.
 
-    PYTHONPATH=python PORTABLE_ACLNN_LIBRARY_DIR=build ACLNN_NUM_THREADS=2 python3 bench/python/python_overhead.py
+    PYTHONPATH=python PORTABLE_ACLNN_LIBRARY_DIR=build ACLNN_NUM_THREADS=2 /usr/bin/python3 bench/python/python_overhead.py
 """
 
 import argparse

@@ -19,7 +19,8 @@ def main():
             missing.append(module)
     if missing:
         print(f"cannot run the Python package's tests: no {', '.join(missing)} "
-              "(Debian 12: apt-get install python3-pytest python3-torch)", file=sys.stderr)
+              "(Debian 12: apt-get install python3-numpy python3-pytest python3-torch, for /usr/bin/python3; ctest uses "
+              "the interpreter in the CMake cache variable PACL_PYTHON)", file=sys.stderr)
         return 1 if os.environ.get("PACL_REQUIRE_TORCH") == "1" else 77
     import pytest
 
