@@ -65,6 +65,11 @@ _i64p = ctypes.POINTER(ctypes.c_int64)
 _u64p = ctypes.POINTER(ctypes.c_uint64)
 _pp = ctypes.POINTER(ctypes.c_void_p)
 
+
+class TensorHandle(ctypes.c_void_p):
+    """An aclTensor * returned by aclCreateTensor, kept as a ctypes object (NULL: .value is None)."""
+
+
 # name: (library, restype, argtypes)
 _SIGNATURES = {
     "aclInit": ("ascendcl", ctypes.c_int, [ctypes.c_char_p]),
@@ -82,7 +87,7 @@ _SIGNATURES = {
     # Made and destroyed three to nine times a call: no argtypes (their conversions cost more than the C calls), so
     # _tensors.py passes every argument as its exact ctypes type (see _tensors._create), and the handle comes back as
     # a TensorHandle (a c_void_p subclass: ctypes does not turn it into an int, so it passes back as a pointer).
-    "aclCreateTensor": ("nnopbase", "TensorHandle", None),
+    "aclCreateTensor": ("nnopbase", TensorHandle, None),
     "aclDestroyTensor": ("nnopbase", ctypes.c_int, None),
     "aclCreateBoolArray": ("nnopbase", _p, [ctypes.POINTER(ctypes.c_bool), _u64]),
     "aclDestroyBoolArray": ("nnopbase", ctypes.c_int, [_p]),
@@ -90,10 +95,6 @@ _SIGNATURES = {
     "aclDestroyIntArray": ("nnopbase", ctypes.c_int, [_p]),
     "aclDestroyAclOpExecutor": ("nnopbase", ctypes.c_int, [_p]),
 }
-class TensorHandle(ctypes.c_void_p):
-    """An aclTensor * returned by aclCreateTensor, kept as a ctypes object (NULL: .value is None)."""
-
-
 _WORKSPACE_AND_EXECUTOR = [_u64p, _pp]  # the last two arguments of every aclnnXxxGetWorkspaceSize
 _PHASE2_ARGTYPES = [_p, _u64, _p, _p]  # aclnnXxx(workspace, workspaceSize, executor, stream)
 
@@ -173,7 +174,7 @@ class _Api:
         signatures, operators = _signatures()
         for name, (library, restype, argtypes) in signatures.items():
             function = getattr(loaded[library][0], name)
-            function.restype = TensorHandle if restype == "TensorHandle" else restype
+            function.restype = restype
             if argtypes is not None:
                 function.argtypes = argtypes
             setattr(self, name, function)
