@@ -59,7 +59,6 @@ def _load(name):
 
 
 _p = ctypes.c_void_p
-_i64 = ctypes.c_int64
 _u64 = ctypes.c_uint64
 _i64p = ctypes.POINTER(ctypes.c_int64)
 _u64p = ctypes.POINTER(ctypes.c_uint64)
