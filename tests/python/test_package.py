@@ -161,7 +161,7 @@ def test_cli_help_example_makes_its_inputs_and_runs(tmp_path):
 
 @pytest.mark.skipif(os.environ.get("PORTABLE_ACLNN_EXPECT_INSTALLED") != "1",
                     reason="checks a pip-installed package (scripts/python_package_check.sh)")
-def test_the_installed_package_runs_on_its_own_libraries():
+def test_the_installed_package_runs_on_its_own_libraries(tmp_path):
     package = os.path.dirname(os.path.abspath(pa.__file__))
     assert os.sep + "site-packages" + os.sep in package, package
     for name, path in api().library_paths.items():
@@ -169,3 +169,10 @@ def test_the_installed_package_runs_on_its_own_libraries():
     from portable_aclnn import _build_info
 
     assert _build_info.LIBRARIES_BUNDLED and "-DCMAKE_BUILD_TYPE=Release" in _build_info.CMAKE_ARGUMENTS
+    # Relocatable: the libraries moved elsewhere still find each other (RUNPATH $ORIGIN), libopapi loaded first.
+    moved = tmp_path / "moved"
+    shutil.copytree(os.path.join(package, "lib"), moved)
+    code = "import ctypes, sys; ctypes.CDLL(sys.argv[1]); print('loaded')"
+    result = subprocess.run([sys.executable, "-c", code, str(moved / "libopapi.so.0")], capture_output=True, text=True,
+                            env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"})
+    assert result.returncode == 0 and "loaded" in result.stdout, result.stderr
