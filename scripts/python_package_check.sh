@@ -57,6 +57,9 @@ echo "=== pip install of the wheel"
 start=$(date +%s)
 "${venv_python}" -m pip install --no-index "${wheel}"
 install_seconds=$(( $(date +%s) - start ))
+cuda_built="$(cd "${work}" && env -u PYTHONPATH "${venv_python}" -c \
+  'from portable_aclnn import _build_info; print("ON" if _build_info.CUDA else "OFF")')"
+echo "installed; its CUDA backend: ${cuda_built}"
 
 echo "=== the source tree is as it was (git status --ignored)"
 tree_after="$(git status --porcelain --ignored 2> /dev/null || true)"
@@ -75,6 +78,6 @@ env -u PYTHONPATH -u PORTABLE_ACLNN_LIBRARY_DIR PORTABLE_ACLNN_EXPECT_INSTALLED=
   "${venv_python}" -m pytest -q -rs -p no:cacheprovider . || status=$?
 test_seconds=$(( $(date +%s) - start ))
 
-echo "=== summary: wheel built in ${build_seconds} s, installed in ${install_seconds} s," \
+echo "=== summary: wheel (CUDA backend ${cuda_built}) built in ${build_seconds} s, installed in ${install_seconds} s," \
      "$(du -k "${wheel}" | cut -f1) KiB ($(basename "${wheel}")); tests ${test_seconds} s, exit status ${status}"
 exit "${status}"
