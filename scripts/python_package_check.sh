@@ -5,7 +5,8 @@
 # builds the libraries in a temporary directory; the CUDA backend when nvcc is found, or as PORTABLE_ACLNN_CUDA says),
 # the wheel's size and contents, `pip wheel ./python` (the pure-Python wheel), `pip install` of the first wheel, a
 # check that neither build wrote into the source tree (git status --ignored), then
-# every test of tests/python (the package's, the DETR drop-in's, the 2-process DDP one) copied to a directory
+# every test of tests/python (the package's, the DETR drop-in's, the 2-process DDP one) and each operator's
+# src/ops/<op>/test/test_<op>_python.py copied to a directory
 # outside the source tree and run there against the installed package, with PYTHONPATH and
 # PORTABLE_ACLNN_LIBRARY_DIR unset. Exit status non-zero on any failure. Installs python3-venv, python3-numpy,
 # python3-torch and python3-pytest when missing (apt-get; root or sudo).
@@ -71,6 +72,7 @@ fi
 
 echo "=== tests/python against the installed package, from ${work}/tests"
 cp -r "${root}/tests/python" "${work}/tests"
+cp "${root}"/src/ops/*/test/test_*_python.py "${work}/tests/"  # each operator's; package_test_util beside them
 cd "${work}/tests"
 start=$(date +%s)
 status=0

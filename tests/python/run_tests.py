@@ -1,5 +1,6 @@
-"""Runs the Python package's tests (ctest's python_package): pytest on this directory, with the package from the
-source tree and the libraries of the build tree. Without pytest, NumPy or PyTorch the test reports itself skipped
+"""Runs the Python package's tests (ctest's python_package): pytest on this directory and on each operator's
+src/ops/<op>/test/test_<op>_python.py, with the package from the source tree and the libraries of the build
+tree. Without pytest, NumPy or PyTorch the test reports itself skipped
 (exit status 77), unless PACL_REQUIRE_TORCH=1 (CI), where that is a failure."""
 
 import os
@@ -19,12 +20,17 @@ def main():
             missing.append(module)
     if missing:
         print(f"cannot run the Python package's tests: no {', '.join(missing)} "
-              "(Debian 12: apt-get install python3-numpy python3-pytest python3-torch, for /usr/bin/python3; ctest uses "
-              "the interpreter in the CMake cache variable PACL_PYTHON)", file=sys.stderr)
+              "(Debian 12: apt-get install python3-numpy python3-pytest python3-torch, for /usr/bin/python3; "
+              "ctest uses the interpreter in the CMake cache variable PACL_PYTHON)", file=sys.stderr)
         return 1 if os.environ.get("PACL_REQUIRE_TORCH") == "1" else 77
+    import glob
+
     import pytest
 
-    return pytest.main(["-q", "-rs", "-p", "no:cacheprovider", os.path.dirname(os.path.abspath(__file__))])
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)  # package_test_util, for the operators' test files too
+    operator_tests = sorted(glob.glob(os.path.join(here, "..", "..", "src", "ops", "*", "test", "test_*_python.py")))
+    return pytest.main(["-q", "-rs", "-p", "no:cacheprovider", here] + operator_tests)
 
 
 if __name__ == "__main__":
