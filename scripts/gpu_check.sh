@@ -201,6 +201,13 @@ if wants python; then
       tr '\n' ' ')"
     status=1
   fi
+  # The host time a small call costs on CUDA tensors against torch.softmax (issue 48's goal: <= 20 us), and where it
+  # goes (cProfile).
+  step "Python per-call cost on CUDA tensors"
+  timeout "$(suite_seconds)" env PORTABLE_ACLNN_LIBRARY_DIR="${build}" PYTHONPATH="${root}/python" \
+    python3 "${root}/bench/python/python_overhead.py" --profile --no-msda > "${out}/python_overhead.txt" 2>&1 ||
+    status=1
+  set_result "Python per-call cost" "$(grep -iE 'cuda' "${out}/python_overhead.txt" | head -3 | tr '\n' ' ')"
 fi
 write_report
 
