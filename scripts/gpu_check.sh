@@ -174,6 +174,9 @@ if wants tests; then
   record "CUDA device tests (device 0 = GPU)" yes env ACLNN_DEVICE=cuda "${build}/tests/cuda_device_tests"
   record "conformance table on the GPU" yes env ACLNN_DEVICE=cuda "${build}/tests/system/conformance_tests" \
     --gtest_brief=1
+  # Each call waiting for its own kernels (the fault-reporting mode): the same results, no report.
+  record "conformance table on the GPU, ACLNN_DEBUG_SYNC=1" yes env ACLNN_DEVICE=cuda ACLNN_DEBUG_SYNC=1 \
+    "${build}/tests/system/conformance_tests" --gtest_brief=1
   # Every operator test that is not CPU-only (those skip themselves, saying why) runs on the GPU.
   record "operator tests on the GPU" yes env ACLNN_DEVICE=cuda "${build}/tests/op_tests" --gtest_brief=1
   record "concurrency and lifecycle tests on the GPU" yes env ACLNN_DEVICE=cuda "${build}/tests/system/system_tests" \

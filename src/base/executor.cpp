@@ -202,7 +202,15 @@ aclnnStatus RunExecutor(const char* op_name, void* workspace, uint64_t workspace
         [kernel, context, kernel_op_name]() {
           KernelContext run_context = context;
           run_context.native_stream = rt::CurrentNativeStream();
-          return RunKernel(kernel, run_context, kernel_op_name);
+          const aclError ran = RunKernel(kernel, run_context, kernel_op_name);
+          if (ran != ACL_SUCCESS || run_context.native_stream == nullptr || !rt::DebugSync()) return ran;
+          std::string fault;
+          const aclError waited = rt::WaitForThisTasksDeviceWork(&fault);
+          if (waited == ACL_SUCCESS) return ACL_SUCCESS;
+          SetRecentErrorMessage(StrFormat("%s: its device work failed (ACLNN_DEBUG_SYNC=1: each call waits for its "
+                                          "own kernels): %s",
+                                          kernel_op_name.c_str(), fault.c_str()));
+          return static_cast<aclError>(ACLNN_ERR_RUNTIME_ERROR);
         },
         std::move(uses), /*device_ordered=*/true);
   } catch (const std::exception&) {

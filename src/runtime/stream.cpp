@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <system_error>
 #include <utility>
@@ -17,8 +19,9 @@ namespace pacl::rt {
 
 namespace {
 
-// The native stream of the task running on this thread (CurrentNativeStream).
+// The native stream of the task running on this thread (CurrentNativeStream), and its stream.
 thread_local void* t_native_stream = nullptr;
+thread_local Stream* t_stream = nullptr;
 
 // How long a stream's worker polls for its next task, and a thread synchronising with the stream for its tasks'
 // completion, before they sleep on a condition variable. Waking a sleeping thread costs tens of microseconds on a VM
@@ -65,6 +68,19 @@ bool PollBriefly(Ready ready) {
 }  // namespace
 
 void* CurrentNativeStream() { return t_native_stream; }
+
+aclError WaitForThisTasksDeviceWork(std::string* error) {
+  if (t_stream == nullptr || t_native_stream == nullptr) return ACL_SUCCESS;
+  return t_stream->SynchronizeNative(error);
+}
+
+bool DebugSync() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("ACLNN_DEBUG_SYNC");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return enabled;
+}
 
 void EnterParallelRegion(bool team_uses_every_cpu) {
   g_parallel_regions.fetch_add(1, std::memory_order_relaxed);
@@ -251,6 +267,7 @@ void Stream::Shutdown(bool discard_pending) {
 void Stream::WorkerLoop() {
   SetCurrentContextRef(owner_handle_, owner_serial_);
   t_native_stream = native_stream_;
+  t_stream = this;
   std::string activation_error;
   const aclError activation = backend_->Activate(ordinal_, &activation_error);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -335,8 +352,10 @@ bool Stream::RunInline(Task& task, bool device_ordered) {
   uint64_t caller_context_serial = 0;
   GetCurrentContextRef(&caller_context, &caller_context_serial);
   void* const caller_native_stream = t_native_stream;
+  Stream* const caller_stream = t_stream;
   SetCurrentContextRef(owner_handle_, owner_serial_);
   t_native_stream = native_stream_;
+  t_stream = this;
   inline_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   std::string activation_error;
   const aclError activation = backend_->Activate(ordinal_, &activation_error);
@@ -349,6 +368,7 @@ bool Stream::RunInline(Task& task, bool device_ordered) {
   task = nullptr;
   inline_thread_.store(std::thread::id(), std::memory_order_relaxed);
   t_native_stream = caller_native_stream;
+  t_stream = caller_stream;
   SetCurrentContextRef(caller_context, caller_context_serial);
   if (!device_ordered) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -379,6 +399,10 @@ bool Stream::NextMayOverlap(uint64_t launched) const {
   // while others keep queueing work is not kept waiting for long.
   constexpr uint64_t kMostLaunched = 16;
   return launched < kMostLaunched && !queue_.empty() && queue_.front().device_ordered && !stopping_;
+}
+
+aclError Stream::SynchronizeNative(std::string* error) {
+  return backend_->SynchronizeNativeStream(ordinal_, native_stream_, error);
 }
 
 aclError Stream::WaitForDeviceWork(std::string* message) {

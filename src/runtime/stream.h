@@ -79,6 +79,9 @@ class Stream {
   // exit); otherwise they run first. Idempotent.
   void Shutdown(bool discard_pending);
 
+  // Waits for the device work enqueued on the native stream (the backend's error text in *error).
+  aclError SynchronizeNative(std::string* error);
+
  private:
   Stream(uint64_t serial, const void* owner_handle, uint64_t owner_serial, bool is_default, Backend* backend,
          int ordinal);

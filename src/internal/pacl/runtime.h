@@ -42,6 +42,12 @@ PACL_INTERNAL_API aclError EnqueueTaskOnDevice(aclrtStream stream, int32_t devic
                                                std::vector<MemoryUse> uses = {}, bool device_ordered = false);
 // The native stream (cudaStream_t) of the aclrtStream whose task runs on the calling thread; nullptr on the CPU.
 PACL_INTERNAL_API void* CurrentNativeStream();
+// Waits for the device work enqueued so far on that native stream (nothing to wait for on the CPU); the backend's
+// error (a kernel fault, with the device's text) in *error.
+PACL_INTERNAL_API aclError WaitForThisTasksDeviceWork(std::string* error);
+// ACLNN_DEBUG_SYNC=1: every operator call waits for its own device work, so that a device fault is reported by the
+// call whose kernels caused it, named by operator (otherwise a later call or synchronisation finds it).
+PACL_INTERNAL_API bool DebugSync();
 
 // Brackets a kernel's parallel region, saying whether its team has a thread on every CPU the process may use.
 // Streams' workers and synchronising threads poll briefly before they sleep, but not while a region runs, and not
