@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,12 +13,17 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace bench {
 namespace {
 
 const int kTriadRepetitionsPerCase = 3;
 
 aclrtStream g_stream = nullptr;
+double g_fma_peak_gflops = 0;  // measured at the first case that counts its operations
 bool g_any_failed = false;
 // Every registered case, in registration order; a case's lambda refers to its entry by index.
 std::vector<CaseMeasurement> g_cases;
@@ -129,6 +135,9 @@ void PrepareCached(const std::string& name, const Preparer& prepare) {
       return;
     }
   }
+  if (g_cached.call.flops > 0 && g_fma_peak_gflops == 0) {
+    g_fma_peak_gflops = MeasureFmaPeakGflops(LibraryThreadCount(), 0.2);
+  }
   g_cached.triad_now_gbps = MeasureTriadGBps(kTriadRepetitionsPerCase);  // also a sample for the run's best
   MeasureReadGBps(kTriadRepetitionsPerCase);                              // a sample for the run's best read
 }
@@ -219,6 +228,97 @@ void RunCase(benchmark::State& state, size_t case_index, const Preparer& prepare
   const double read = g_triad.best_read_gbps;
   state.counters["read_GB/s"] = benchmark::Counter(read);
   state.counters["read%"] = benchmark::Counter(read > 0 ? 100.0 * gbps / read : 0.0);
+  if (call.flops > 0) {
+    const double gflops = call.flops * static_cast<double>(state.iterations()) / total_seconds / 1e9;
+    state.counters["GFLOP/s"] = benchmark::Counter(gflops);
+    state.counters["fma_peak_GFLOP/s"] = benchmark::Counter(g_fma_peak_gflops);
+    state.counters["fma%"] = benchmark::Counter(g_fma_peak_gflops > 0 ? 100.0 * gflops / g_fma_peak_gflops : 0.0);
+  }
+}
+
+// Chains of fused multiply-adds in registers, the way a matrix product's inner loop runs them: kChains independent
+// accumulators acc += x * y (enough to cover the FMA latency times the FMA units), their multiplicands from kFactors
+// registers (reusing one or two registers for every multiply-add measured a third slower on a Zen 5 VM), `rounds`
+// rounds; returns a value that depends on all of them (so nothing is optimised away). Each function is compiled for
+// its instruction set and called only where the CPU has it.
+constexpr int kFmaChains = 16;
+#if defined(__x86_64__)
+constexpr int kAvx512Factors = 8;
+__attribute__((target("avx512f"))) float FmaChainsAvx512(int64_t rounds) {
+  __m512 acc[kFmaChains], x[kAvx512Factors];
+  for (int c = 0; c < kFmaChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  for (int f = 0; f < kAvx512Factors; ++f) {
+    x[f] = _mm512_set1_ps(1e-3f * static_cast<float>(f + 1));
+    asm volatile("" : "+v"(x[f]));  // (not constants the compiler could fold)
+  }
+  for (int64_t r = 0; r < rounds; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kFmaChains; ++c) {
+      acc[c] = _mm512_fmadd_ps(x[c % kAvx512Factors], x[(c / kAvx512Factors + c) % kAvx512Factors], acc[c]);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < kFmaChains; ++c) asm volatile("" : "+v"(acc[c]));  // computed every round
+  }
+  alignas(64) float lanes[16];
+  float sum = 0;
+  for (int c = 0; c < kFmaChains; ++c) {
+    _mm512_store_ps(lanes, acc[c]);
+    for (float lane : lanes) sum += lane;
+  }
+  return sum;
+}
+constexpr int kAvx2Chains = 12;  // of the 16 registers, the rest hold the multiplicands
+constexpr int kAvx2Factors = 4;
+__attribute__((target("avx2,fma"))) float FmaChainsAvx2(int64_t rounds) {
+  __m256 acc[kAvx2Chains], x[kAvx2Factors];
+  for (int c = 0; c < kAvx2Chains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
+  for (int f = 0; f < kAvx2Factors; ++f) {
+    x[f] = _mm256_set1_ps(1e-3f * static_cast<float>(f + 1));
+    asm volatile("" : "+x"(x[f]));
+  }
+  for (int64_t r = 0; r < rounds; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kAvx2Chains; ++c) {
+      acc[c] = _mm256_fmadd_ps(x[c % kAvx2Factors], x[(c / kAvx2Factors + c) % kAvx2Factors], acc[c]);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < kAvx2Chains; ++c) asm volatile("" : "+x"(acc[c]));
+  }
+  alignas(32) float lanes[8];
+  float sum = 0;
+  for (int c = 0; c < kAvx2Chains; ++c) {
+    _mm256_store_ps(lanes, acc[c]);
+    for (float lane : lanes) sum += lane;
+  }
+  return sum;
+}
+#endif
+float FmaChainsScalar(int64_t rounds) {
+  float acc[kFmaChains];
+  for (int c = 0; c < kFmaChains; ++c) acc[c] = static_cast<float>(c);
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (int c = 0; c < kFmaChains; ++c) acc[c] = std::fma(1e-3f, static_cast<float>(c), acc[c]);
+  }
+  float sum = 0;
+  for (float v : acc) sum += v;
+  return sum;
+}
+
+// The widest chains this CPU runs, and the fp32 multiply-adds of one of their rounds.
+float (*FmaChains(int* per_round))(int64_t) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    *per_round = 16 * kFmaChains;
+    return FmaChainsAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    *per_round = 8 * kAvx2Chains;
+    return FmaChainsAvx2;
+  }
+#endif
+  *per_round = kFmaChains;
+  return FmaChainsScalar;
 }
 
 }  // namespace
@@ -252,6 +352,40 @@ void SetUpTriad(int threads, size_t mib_per_array) {
       pc[i] = 2.0;
     }
   });
+}
+
+double MeasureFmaPeakGflops(int threads, double seconds) {
+  int per_round = 1;
+  float (*chains)(int64_t) = FmaChains(&per_round);
+  threads = std::max(1, threads);
+  // Calibrate the rounds for about `seconds` on one thread.
+  int64_t rounds = 1 << 16;
+  for (;;) {
+    const auto start = std::chrono::steady_clock::now();
+    volatile float sink = chains(rounds);
+    (void)sink;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed >= seconds / 4 || rounds >= (int64_t{1} << 40)) {
+      rounds = static_cast<int64_t>(static_cast<double>(rounds) * seconds / std::max(elapsed, 1e-9));
+      break;
+    }
+    rounds *= 4;
+  }
+  rounds = std::max<int64_t>(rounds, 1 << 16);
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<float> results(static_cast<size_t>(threads));
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&results, t, chains, rounds] { results[static_cast<size_t>(t)] = chains(rounds); });
+    }
+    for (std::thread& w : workers) w.join();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double flops = 2.0 * per_round * static_cast<double>(rounds) * threads;
+    if (std::isfinite(results[0])) best = std::max(best, flops / elapsed / 1e9);
+  }
+  return best;
 }
 
 double MeasureTriadGBps(int repetitions) {

@@ -31,6 +31,12 @@ double MeasureTriadGBps(int repetitions);
 // against a 50 GB/s triad). Best of `repetitions` passes, 0 if the sum is wrong or nothing is set up.
 double MeasureReadGBps(int repetitions);
 
+// The machine's fp32 multiply-add peak in GFLOP/s (a fused multiply-add counted as 2 operations): `threads` threads
+// each run independent chains of fused multiply-adds held in registers, in the widest vectors the CPU has (AVX-512,
+// AVX2 + FMA, NEON; plain scalar fma elsewhere), for about `seconds`; the best of three passes. The ceiling of a
+// compute-bound kernel on the same threads: the compute-bound cases print their GFLOP/s as a percentage of it.
+double MeasureFmaPeakGflops(int threads, double seconds);
+
 // A device buffer and the contiguous ND tensor over it.
 struct DeviceTensor {
   void* data = nullptr;
@@ -62,6 +68,10 @@ struct PreparedCall {
   opcall::Phase2Function phase2 = nullptr;
   std::optional<opcall::OpCall> op_call;  // the call phase 1 was given (the fresh-call pattern repeats it per call)
   double bytes = 0;  // every input and output tensor counted once
+  // Floating-point operations per call for a compute-bound case (a multiply-add counted as 2), else 0. When set,
+  // the case also reports GFLOP/s, the machine's fp32 FMA peak (MeasureFmaPeakGflops, measured once per run with
+  // the library's thread count) and fma% (GFLOP/s as a percentage of it).
+  double flops = 0;
 };
 
 // CreateRandomTensor, the tensor then owned by call (released with it, also when the creation failed part way, so
