@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Extracts the sample programs of the specification's source documents (../shared/spec/seeds/*.txt).
+"""Extracts the sample programs of the specification's source documents (../shared/spec/seeds/*.txt, and the
+documents of ../shared/spec/nsa/*.md whose operator this library has).
 
 Each seed is an operator document of CANN's with a complete calling example: the program runs from its first
 #include line to the closing brace of main(). The install test (check_install.sh, step b4) and the aarch64 check
@@ -7,9 +8,12 @@ Each seed is an operator document of CANN's with a complete calling example: the
 
     extract_seed_program.py <out-dir>
 
-writes seed_<document>.cpp into out-dir for every document and prints the paths, one per line. The documents are
-looked for in $PACL_SEEDS_DIR, then ../shared/spec/seeds beside the repository, then /work/shared/spec/seeds; where
-there are none, it prints nothing and says so on stderr. Exit code 1 when a document holds no program.
+writes seed_<document>.cpp into out-dir for every seed, and nsa_<document>.cpp for every document beside the seeds
+in ../nsa whose program includes an operator header that include/aclnnop/ of this repository has (the NSA family's
+other operators are not implemented yet: their programs would not build), and prints the paths, one per line. The
+documents are looked for in $PACL_SEEDS_DIR, then ../shared/spec/seeds beside the repository, then
+/work/shared/spec/seeds; where there are none, it prints nothing and says so on stderr. Exit code 1 when a seed holds
+no program.
 """
 import os
 import pathlib
@@ -56,6 +60,18 @@ def main():
         if program is None:
             sys.exit(f"{document}: no sample program (#include ... int main() {{ ... }})")
         path = out_dir / f"seed_{document.stem}.cpp"
+        path.write_text("\n".join(program) + "\n", encoding="utf-8")
+        print(path)
+    # The other documents of the specification (CANN's NSA operator pages), for the operators this library has.
+    headers = pathlib.Path(__file__).resolve().parents[2] / "include"
+    for document in sorted((directory.parent / "nsa").glob("*.md")):
+        program = sample_program(document.read_text(encoding="utf-8").split("\n"))
+        if program is None:
+            continue
+        included = [m.group(1) for line in program for m in [re.match(r'\s*#include\s+"(aclnnop/[^"]+)"', line)] if m]
+        if not included or not all((headers / header).is_file() for header in included):
+            continue
+        path = out_dir / f"nsa_{document.stem}.cpp"
         path.write_text("\n".join(program) + "\n", encoding="utf-8")
         print(path)
 
