@@ -268,6 +268,11 @@ void GradRow(const float* scores, const float* dp, int64_t n, float max, float s
   const DF d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = 0;
+  if (max == -std::numeric_limits<float>::infinity()) {
+    // The forward found no key carrying weight (every score -inf): nothing flows back.
+    for (; i < n; ++i) p[i] = ds[i] = 0.0f;
+    return;
+  }
   for (; i + lanes <= n; i += lanes) {
     const auto pv = hn::Div(ExpOrNaN(d, hn::Sub(hn::LoadU(d, scores + i), hn::Set(d, max))), hn::Set(d, sum));
     hn::StoreU(pv, d, p + i);

@@ -60,7 +60,8 @@ void Dot(const DotJob& job);
 void Accumulate(const AccumulateJob& job);
 RowStatistics SoftmaxRow(float* scores, int64_t n);
 // The backward's probabilities and score gradients of one row: p[i] = exp(scores[i] - max) / sum (NaN where the
-// difference is NaN) and ds[i] = p[i] * (dp[i] - delta), i < n.
+// difference is NaN) and ds[i] = p[i] * (dp[i] - delta), i < n; all 0 when max is -inf (the forward's row without
+// weight).
 void GradRow(const float* scores, const float* dp, int64_t n, float max, float sum, float delta, float* p, float* ds);
 }  // namespace simd
 

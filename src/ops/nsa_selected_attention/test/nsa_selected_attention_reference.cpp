@@ -84,8 +84,10 @@ void NsaSelectedAttentionBackward(const double* query, const double* key, const 
   for (int64_t t = 0; t < s.QTokens(); ++t) {
     for (int64_t n = 0; n < s.q_heads; ++n) {
       const int64_t h = n / group;
-      const std::vector<int64_t> keys = NsaSelectedKeyList(topk, s, t, h);
       const size_t row = At(t * s.q_heads + n);
+      // A row the forward gave no weight (max -inf: no key, or every score -inf) passes nothing back.
+      if (max[row] == -std::numeric_limits<double>::infinity()) continue;
+      const std::vector<int64_t> keys = NsaSelectedKeyList(topk, s, t, h);
       const double* q = query + row * At(s.dim_qk);
       const double* dout = out_grad + row * At(s.dim_v);
       const double delta = Dot(dout, out + row * At(s.dim_v), s.dim_v);

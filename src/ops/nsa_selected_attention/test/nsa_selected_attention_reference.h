@@ -12,7 +12,8 @@
 //             an empty list gives out = 0, m = -inf, l = 0.
 //   backward: with m, l as given: p_k = exp(s_k - m) / l, dp_k = dout . v_k, delta = dout . out (out as given),
 //             ds_k = p_k (dp_k - delta); dq = scale * sum_k ds_k k_k; dk_k += scale * ds_k q, dv_k += p_k dout
-//             over every occurrence of key k in every row's list.
+//             over every occurrence of key k in every row's list; a row whose given max is -inf (the forward
+//             gave it no weight) passes nothing back.
 #ifndef PACL_OPS_NSA_SELECTED_ATTENTION_TEST_NSA_SELECTED_ATTENTION_REFERENCE_H_
 #define PACL_OPS_NSA_SELECTED_ATTENTION_TEST_NSA_SELECTED_ATTENTION_REFERENCE_H_
 

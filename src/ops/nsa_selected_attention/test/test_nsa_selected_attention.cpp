@@ -266,12 +266,14 @@ Bounds BackwardBounds(const Problem& p, const std::vector<double>* exact_out = n
   for (int64_t t = 0; t < p.T1(); ++t) {
     for (int64_t n = 0; n < s.q_heads; ++n) {
       rows.push_back(TermsOf(p, t, n));
+      if (p.max[static_cast<size_t>(t * s.q_heads + n)] == -kInf) continue;
       for (int64_t k : rows.back().keys) terms[static_cast<size_t>(k * s.kv_heads + rows.back().h)] += 1.0;
     }
   }
   for (int64_t t = 0; t < p.T1(); ++t) {
     for (int64_t n = 0; n < s.q_heads; ++n) {
       const size_t row = static_cast<size_t>(t * s.q_heads + n);
+      if (p.max[row] == -kInf) continue;  // passes nothing back
       const RowTerms& r = rows[row];
       const double* q = p.query.data() + row * s.dim_qk;
       const double* dout = p.out_grad.data() + row * s.dim_v;
@@ -853,6 +855,27 @@ TEST(NsaSelectedAttentionHostile, InvalidAndRepeatedIndices) {
       EXPECT_EQ(p.max[static_cast<size_t>(3 * g.q_heads + 2)], -kInf);
       CheckForward(p);
       CheckBackward(p);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------------------
+// A row whose softmaxMax is -inf (the forward gave it no weight: an empty key list, or every score -inf) passes
+// nothing back, even when its key list is not empty: dq = 0 there, and dk / dv get nothing from it.
+
+TEST(NsaSelectedAttentionHostile, RowsWithoutWeightPassNothingBack) {
+  const Geometry g = {4, 2, 128, 128, 16, 2};
+  for (aclDataType dtype : kDTypes) {
+    SCOPED_TRACE(optest::DTypeName(dtype));
+    Problem p = MakeProblem(g, {12, 9}, {32, 48}, Mode{0, false}, dtype, 6600);
+    for (size_t row : {size_t{0}, size_t{5}, size_t{17}, size_t{50}}) p.max[row] = -kInf;
+    CheckBackward(p);
+    DeviceInputs d(p, AllLayouts(Layout::kContiguous));
+    BackwardOutputs b(p, AllLayouts(Layout::kContiguous));
+    ASSERT_EQ(opcall::Run(BackwardCall(p, d, b), nullptr), ACLNN_SUCCESS) << optest::RecentErrorMessage();
+    const std::vector<double> dq = b.dq.Read();
+    for (int64_t row : {0, 5, 17, 50}) {
+      for (int64_t i = 0; i < g.dim_qk; ++i) EXPECT_EQ(dq[static_cast<size_t>(row * g.dim_qk + i)], 0.0) << row;
     }
   }
 }
