@@ -97,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t t1 = 0, t2 = 0;
   std::vector<int64_t> kv_blocks;  // per sequence, for the plausible indices
   for (size_t i = 0; i < sequences; ++i) {
-    t1 += static_cast<int64_t>(r.Below(6));
+    t1 += 1 + static_cast<int64_t>(r.Below(5));
     const int64_t blocks = plausible_count + static_cast<int64_t>(r.Below(3));
     t2 += blocks * kBlockSize;
     q_ends.ends.push_back(t1);
