@@ -69,8 +69,8 @@ struct PreparedCall {
   std::optional<opcall::OpCall> op_call;  // the call phase 1 was given (the fresh-call pattern repeats it per call)
   double bytes = 0;  // every input and output tensor counted once
   // Floating-point operations per call for a compute-bound case (a multiply-add counted as 2), else 0. When set,
-  // the case also reports GFLOP/s, the machine's fp32 FMA peak (MeasureFmaPeakGflops, measured once per run with
-  // the library's thread count) and fma% (GFLOP/s as a percentage of it).
+  // the case also reports GFLOP/s, the machine's fp32 FMA peak (MeasureFmaPeakGflops with the library's thread count,
+  // measured before each such case; the best figure of the run) and fma% (GFLOP/s as a percentage of it).
   double flops = 0;
 };
 
