@@ -75,7 +75,8 @@ namespace {
 constexpr int64_t kItemsPerChunk = 8;
 // Query tokens per batch of the key pass.
 constexpr int64_t kKeyPassBatch = 8;
-// Padding after each row of scores (floats), so that no row starts a vector off a 64-byte boundary by much.
+// Floats after each row of scores: the rows start one 64-byte line past a multiple of the key count, so that the G
+// rows of an item do not all map to the same cache sets when the key count is a large power of two.
 constexpr int64_t kScoresPadding = 16;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
