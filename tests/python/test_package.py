@@ -28,7 +28,11 @@ def softmax_reference(x, mask, scale):
 
 def test_every_operator_module_is_one_folder_and_fills_every_table():
     names = {module.__name__.rsplit(".", 1)[1] for module in ops.modules()}
-    assert names == {"grid_sampler2d", "msda", "nsa_compress", "scaled_masked_softmax"}
+    assert {"grid_sampler2d", "msda", "nsa_compress", "scaled_masked_softmax"} <= names
+    # Each module is named after a C operator's folder (checked where the source tree is at hand).
+    source_ops = os.path.join(os.path.dirname(pa.__file__), "..", "..", "src", "ops")
+    if os.path.isdir(source_ops):
+        assert names <= set(os.listdir(source_ops)), names - set(os.listdir(source_ops))
     table = ops.entries()
     assert set(table) == set(pa.__all__) - {"AclnnError"}
     for name, entry in table.items():
@@ -36,7 +40,7 @@ def test_every_operator_module_is_one_folder_and_fills_every_table():
         assert hasattr(torch.ops.portable_aclnn, name)
     aclnn = {call.name for call in ops.aclnn_calls()}
     assert aclnn == set(api().phase1) == set(api().phase2)
-    assert len(aclnn) == 8
+    assert len(aclnn) == 2 * len(names)  # every operator so far has a forward and a backward
 
 
 def test_a_new_operator_module_is_all_it_takes(tmp_path):
