@@ -570,6 +570,8 @@ std::vector<uint8_t> RunTestInChild(const std::string& test_name,
   const std::string output_prefix = std::string(kOutputFileVariable) + "=";
   auto overridden = [&](const std::string& entry) {
     if (entry.rfind(output_prefix, 0) == 0) return true;
+    // A sharded run's GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX would shard the child's one test away.
+    if (entry.rfind("GTEST_", 0) == 0) return true;
     for (const auto& [name, value] : environment) {
       if (entry.rfind(name + "=", 0) == 0) return true;
     }

@@ -67,6 +67,17 @@ int WaitForThreadCountAtMost(int limit) {
   return count;
 }
 
+int SettledThreadCount() {
+  int count = ThreadCount();
+  for (int attempt = 0, unchanged = 0; attempt < 300 && unchanged < 10; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const int now = ThreadCount();
+    unchanged = now == count ? unchanged + 1 : 0;
+    count = now;
+  }
+  return count;
+}
+
 double ProcessCpuSeconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

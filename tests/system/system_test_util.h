@@ -67,6 +67,9 @@ int ThreadCount();
 // Waits up to a few seconds until ThreadCount() <= limit (threads that were joined or told to exit may take a moment
 // to leave /proc); returns the last count seen.
 int WaitForThreadCountAtMost(int limit);
+// ThreadCount() once it has stopped falling (the same for 100 ms, at most a few seconds): threads that were joined,
+// or helper threads told to exit by a thread that ended (an OpenMP team's), may take a moment to disappear.
+int SettledThreadCount();
 // CPU time (user + system) used by all threads of this process so far, in seconds.
 double ProcessCpuSeconds();
 

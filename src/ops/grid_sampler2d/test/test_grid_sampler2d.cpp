@@ -239,38 +239,56 @@ Bounds ErrorBounds(const Problem& p, const Modes& m, aclDataType dtype) {
     double coordinate_part = 0.0, magnitude = 0.0, terms = 0.0;
   };
   std::vector<InputGradParts> parts(p.input.size());
+  // Per point of the image in hand: where it samples, its weights' error bounds and its gridGrad sums over channels.
+  // Channels are the outer loop (out and gradOutput are channel-major planes: a point-major walk would stride a
+  // whole plane per step); each point's sums still add the channels in order.
+  struct PointParts {
+    ref::GridSamplerPoint point;
+    double weight_error = 0.0, dweight_error = 0.0, gx_terms = 0.0, gx_abs = 0.0, gy_abs = 0.0;
+  };
+  std::vector<PointParts> point_parts(static_cast<size_t>(points));
   for (int64_t n = 0; n < s.N; ++n) {
     for (int64_t q = 0; q < points; ++q) {
       const size_t gi = static_cast<size_t>((n * points + q) * 2);
-      const ref::GridSamplerPoint point = ref::GridSampler2DSamplePoint(p.grid[gi], p.grid[gi + 1], s.Hin, s.Win,
-                                                                        m.interpolation, m.padding, m.align_corners);
-      const double e = CoordinateError(point.x, s.Win, m.padding, u) + CoordinateError(point.y, s.Hin, m.padding, u);
-      const double weight_error = model.slope * e + model.weight_roundoff * u;
-      const double dweight_error = model.curvature * e + model.dweight_roundoff * u;
-      const double taps = static_cast<double>(point.taps.size());
-      double gx_terms = 0.0, gy_terms = 0.0, gx_abs = 0.0, gy_abs = 0.0;
-      for (int64_t c = 0; c < s.C; ++c) {
-        const size_t image = static_cast<size_t>((n * s.C + c) * pixels);
-        const double g = p.grad_output[static_cast<size_t>((n * s.C + c) * points + q)];
+      PointParts& pp = point_parts[static_cast<size_t>(q)];
+      pp.point = ref::GridSampler2DSamplePoint(p.grid[gi], p.grid[gi + 1], s.Hin, s.Win, m.interpolation, m.padding,
+                                               m.align_corners);
+      const double e =
+          CoordinateError(pp.point.x, s.Win, m.padding, u) + CoordinateError(pp.point.y, s.Hin, m.padding, u);
+      pp.weight_error = model.slope * e + model.weight_roundoff * u;
+      pp.dweight_error = model.curvature * e + model.dweight_roundoff * u;
+      pp.gx_terms = pp.gx_abs = pp.gy_abs = 0.0;
+    }
+    for (int64_t c = 0; c < s.C; ++c) {
+      const size_t image = static_cast<size_t>((n * s.C + c) * pixels);
+      for (int64_t q = 0; q < points; ++q) {
+        PointParts& pp = point_parts[static_cast<size_t>(q)];
+        const size_t out_index = static_cast<size_t>((n * s.C + c) * points + q);
+        const double g = p.grad_output[out_index];
+        const double taps = static_cast<double>(pp.point.taps.size());
         double value_part = 0.0, product_abs = 0.0;
-        for (const ref::GridSamplerTap& tap : point.taps) {
+        for (const ref::GridSamplerTap& tap : pp.point.taps) {
           const size_t index = image + static_cast<size_t>(tap.h * s.Win + tap.w);
           const double v = p.input[index];
-          value_part += std::fabs(v) * weight_error;
+          value_part += std::fabs(v) * pp.weight_error;
           product_abs += std::fabs(tap.weight * v);
-          parts[index].coordinate_part += std::fabs(g) * weight_error;
+          parts[index].coordinate_part += std::fabs(g) * pp.weight_error;
           parts[index].magnitude += std::fabs(tap.weight * g);
           parts[index].terms += 1.0;
-          gx_terms += std::fabs(v * g);
-          gx_abs += std::fabs(v * g * tap.dweight_dx);
-          gy_abs += std::fabs(v * g * tap.dweight_dy);
+          pp.gx_terms += std::fabs(v * g);
+          pp.gx_abs += std::fabs(v * g * tap.dweight_dx);
+          pp.gy_abs += std::fabs(v * g * tap.dweight_dy);
         }
-        b.out[static_cast<size_t>((n * s.C + c) * points + q)] = value_part + (taps + 2.0) * u * product_abs;
+        b.out[out_index] = value_part + (taps + 2.0) * u * product_abs;
       }
-      gy_terms = gx_terms;
-      const double sum_terms = static_cast<double>(s.C) * taps + 4.0;
-      b.grid_grad[gi] = std::fabs(point.x_mult) * (gx_terms * dweight_error + sum_terms * u * gx_abs);
-      b.grid_grad[gi + 1] = std::fabs(point.y_mult) * (gy_terms * dweight_error + sum_terms * u * gy_abs);
+    }
+    for (int64_t q = 0; q < points; ++q) {
+      const PointParts& pp = point_parts[static_cast<size_t>(q)];
+      const size_t gi = static_cast<size_t>((n * points + q) * 2);
+      const double gy_terms = pp.gx_terms;
+      const double sum_terms = static_cast<double>(s.C) * static_cast<double>(pp.point.taps.size()) + 4.0;
+      b.grid_grad[gi] = std::fabs(pp.point.x_mult) * (pp.gx_terms * pp.dweight_error + sum_terms * u * pp.gx_abs);
+      b.grid_grad[gi + 1] = std::fabs(pp.point.y_mult) * (gy_terms * pp.dweight_error + sum_terms * u * pp.gy_abs);
     }
   }
   b.input_grad.resize(p.input.size());

@@ -1110,17 +1110,17 @@ void CheckStreamed(const Sizes& z, std::initializer_list<aclDataType> dtypes, bo
   }
 }
 
-TEST(MsdaStreamedOutputs, ForwardOutput) {
+TEST(MsdaLargeOutputs, ForwardOutput) {
   // output (bs, nq, nh * c): 8 MiB in FLOAT16/BFLOAT16, 16 MiB in FLOAT.
   CheckStreamed({8, 8, 32, 2048, 1, {{4, 4}}}, {ACL_FLOAT16, ACL_BF16, ACL_FLOAT}, false);
 }
 
-TEST(MsdaStreamedOutputs, BackwardGradValueFromSums) {
+TEST(MsdaLargeOutputs, BackwardGradValueFromSums) {
   // gradValue (bs, nk, nh, c): 8 MiB in FLOAT16/BFLOAT16, from the fp32 sums of a few queries.
   CheckStreamed({1, 8, 32, 64, 1, {{128, 128}}}, {ACL_FLOAT16, ACL_BF16}, true);
 }
 
-TEST(MsdaStreamedOutputs, BackwardEveryOutputInFloat) {
+TEST(MsdaLargeOutputs, BackwardEveryOutputInFloat) {
   // gradValue 8.4 MiB through the sums (many corner reads per value row), gradLocation 16 MiB, gradAttnWeight 8 MiB.
   CheckStreamed({1, 8, 8, 16384, 16, {{182, 182}}}, {ACL_FLOAT}, true);
 }
