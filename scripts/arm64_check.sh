@@ -12,8 +12,8 @@
 #   - the runtime suite and strict mode's tests, once;
 #   - an installed prefix (cmake --install) and, built against it with the plain cross g++ line, the sample, the
 #     CANN-style programs of the install test and the seeds' CANN sample programs (when ../shared/spec/seeds or
-#     PACL_SEEDS_DIR is there), in normal and strict mode, printing the same as on x86 where build/ has x86 builds of
-#     them to compare with.
+#     PACL_SEEDS_DIR is there), once each in strict mode (the x86 install test runs them in both modes), printing the
+#     same as on x86 (normal mode) where build/ has x86 builds of them to compare with.
 # Speed is not measured here (emulated). Works on a fresh Debian 12 machine (installs the missing packages with
 # apt-get, adding the arm64 architecture to dpkg; needs root or sudo for that). PACL_ARM64_QEMU_CPUS overrides the
 # list of QEMU_CPU settings (space-separated); PACL_ARM64_OP_TESTS=1 also runs the operator suite under each.
@@ -78,20 +78,16 @@ for source in "${programs[@]}"; do
   aarch64-linux-gnu-g++ -std=c++17 -O2 "${source}" -I"${root}/tests/install/cann_style" -I"${work}/prefix/include" \
     -I"${work}/prefix/include/aclnnop" \
     -L"${work}/prefix/lib" -lascendcl -lnnopbase -lopapi -o "${work}/${name}"
-  for mode in normal strict; do
-    strict=0
-    [[ "${mode}" == strict ]] && strict=1
-    ACLNN_STRICT="${strict}" QEMU_CPU="${qemu_cpus[-1]}" LD_LIBRARY_PATH="${work}/prefix/lib" \
-      qemu-aarch64 "${work}/${name}" > "${work}/${name}.${mode}" 2>&1 ||
-      { tail -20 "${work}/${name}.${mode}"; echo "FAIL: ${name} (${mode}) on aarch64" >&2; exit 1; }
-  done
+  # Once, in strict mode (its checks on every pointer and size, the same kernels): emulated, the NSA attention
+  # programs take minutes a run. No strict-mode report, and the output equal to x86's normal run's below.
+  ACLNN_STRICT=1 QEMU_CPU="${qemu_cpus[-1]}" LD_LIBRARY_PATH="${work}/prefix/lib" \
+    qemu-aarch64 "${work}/${name}" > "${work}/${name}.strict" 2>&1 ||
+    { tail -20 "${work}/${name}.strict"; echo "FAIL: ${name} (strict) on aarch64" >&2; exit 1; }
   if grep -q "ACLNN_STRICT:" "${work}/${name}.strict"; then
     grep -A12 "ACLNN_STRICT:" "${work}/${name}.strict" | head -40
     echo "FAIL: ${name} got a strict-mode report on aarch64" >&2
     exit 1
   fi
-  cmp -s "${work}/${name}.normal" "${work}/${name}.strict" ||
-    { echo "FAIL: ${name} printed other results in strict mode on aarch64" >&2; exit 1; }
   same_as_x86=""
   if [[ -f "${root}/build/libopapi.so" ]]; then
     g++ -std=c++17 -O2 "${source}" -I"${root}/tests/install/cann_style" -I"${root}/include" \
@@ -99,12 +95,12 @@ for source in "${programs[@]}"; do
       -lnnopbase -lopapi -o "${work}/${name}.x86"
     LD_LIBRARY_PATH="${root}/build" "${work}/${name}.x86" > "${work}/${name}.x86_out" 2>&1 ||
       { echo "FAIL: ${name} on x86 (build/)" >&2; exit 1; }
-    cmp -s "${work}/${name}.normal" "${work}/${name}.x86_out" ||
-      { diff "${work}/${name}.normal" "${work}/${name}.x86_out" | head; echo "FAIL: ${name}: aarch64 and x86 differ" >&2
+    cmp -s "${work}/${name}.strict" "${work}/${name}.x86_out" ||
+      { diff "${work}/${name}.strict" "${work}/${name}.x86_out" | head; echo "FAIL: ${name}: aarch64 and x86 differ" >&2
         exit 1; }
     same_as_x86=", the same as x86's"
   fi
-  echo "${name}: ran on aarch64, normal and strict, $(wc -l < "${work}/${name}.normal") lines of output${same_as_x86}"
+  echo "${name}: ran on aarch64 in strict mode, $(wc -l < "${work}/${name}.strict") lines of output${same_as_x86}"
   rm -f "${work}/${name}".*
 done
 rm -rf "${work}"
