@@ -255,6 +255,45 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
   return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
 }
 
+void MutateEnds(Reader& r, HostEnds* e) {
+  const uint8_t choice = r.Byte();
+  if (choice < 200) return;
+  if (choice < 220) {
+    if (!e->ends.empty()) {
+      int64_t& entry = e->ends[r.Below(e->ends.size())];
+      entry = EdgeValue(r, entry);
+    }
+  } else if (choice < 228) {
+    e->ends.clear();
+  } else if (choice < 236) {
+    e->null = true;
+  } else if (choice < 246) {
+    if (!e->ends.empty()) e->ends.erase(e->ends.begin() + static_cast<long>(r.Below(e->ends.size())));
+  } else {
+    e->ends.insert(e->ends.begin() + static_cast<long>(r.Below(e->ends.size() + 1)), EdgeValue(r, 0));
+  }
+}
+
+aclIntArray* MakeIntArray(const HostEnds& e) {
+  if (e.null) return nullptr;
+  std::unique_ptr<int64_t[]> copy(new int64_t[e.ends.size() + 1]);
+  for (size_t i = 0; i < e.ends.size(); ++i) copy[i] = e.ends[i];
+  aclIntArray* array = aclCreateIntArray(e.ends.empty() ? nullptr : copy.get(), e.ends.size());
+  FUZZ_CHECK(array != nullptr, "aclCreateIntArray failed: %s", TakeRecentError().c_str());
+  return array;
+}
+
+std::unique_ptr<char[]> DecodeTndLayout(Reader& r) {
+  const uint8_t choice = r.Byte();
+  if (choice >= 200 && choice < 215) return nullptr;
+  static const char* const kOthers[] = {"", "BSND", "TNDX", "tnd", "TN", "BNSD"};
+  const char* text = choice < 200 ? "TND" : kOthers[choice % 6];
+  const size_t length = std::strlen(text);
+  std::unique_ptr<char[]> copy(new char[length + 1]);
+  std::memcpy(copy.get(), text, length + 1);
+  return copy;
+}
+
 std::string DimsString(const std::vector<int64_t>& dims) {
   std::string text = "[";
   for (size_t i = 0; i < dims.size(); ++i) {

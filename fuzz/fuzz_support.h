@@ -127,6 +127,20 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b);
 // "[2, 3, 5]".
 std::string DimsString(const std::vector<int64_t>& dims);
 
+// An actual-length array (the NSA attention operators' cumulative sequence ends) as the caller passes it: usually
+// consistent; MutateEnds (one byte, then its details) sometimes makes it null, empty, or replaces an entry by an edge
+// value, drops one or adds one.
+struct HostEnds {
+  std::vector<int64_t> ends;
+  bool null = false;
+};
+void MutateEnds(Reader& r, HostEnds* e);
+// An exact-size copy of the array (reading past its size is an ASan report), or null.
+aclIntArray* MakeIntArray(const HostEnds& e);
+// The layout string ("TND" usually; else null, empty or another layout) in an exact-size allocation (reading past
+// its terminator is an ASan report), or null.
+std::unique_ptr<char[]> DecodeTndLayout(Reader& r);
+
 // Checks on a call that phase 1 accepted: the tensor's view dims are `expected`; its dtype is one of `allowed`.
 void CheckAcceptedDims(const char* op_name, const TensorSpec& spec, const std::vector<int64_t>& expected);
 void CheckAcceptedDType(const char* op_name, const TensorSpec& spec, std::initializer_list<aclDataType> allowed);

@@ -165,6 +165,22 @@ bool OpChecker::SameShape(const TensorDesc& a, const char* a_param, const Tensor
   return false;
 }
 
+bool OpChecker::Shape(const TensorDesc& t, const char* param, std::initializer_list<int64_t> dims,
+                      const char* meaning) {
+  if (!Rank(t, param, static_cast<int>(dims.size()))) return false;
+  bool same = true;
+  int d = 0;
+  for (int64_t dim : dims) same = same && t.shape[d++] == dim;
+  if (same) return true;
+  std::string expected = "[";
+  d = 0;
+  for (int64_t dim : dims) expected += (d++ > 0 ? ", " : "") + std::to_string(dim);
+  expected += "]";
+  Fail(ACLNN_ERR_PARAM_INVALID, StrFormat("%s must have shape %s = %s, got %s", param, meaning, expected.c_str(),
+                                          t.ShapeString().c_str()));
+  return false;
+}
+
 bool OpChecker::PlainFormat(const TensorDesc& t, const char* param) {
   if (!ok()) return false;
   if (IsPlainFormat(t.format)) return true;

@@ -50,6 +50,8 @@ const char* DTypeName(aclDataType dtype) {
       return "DOUBLE";
     case ACL_BOOL:
       return "BOOL";
+    case ACL_UINT8:
+      return "UINT8";
     case ACL_INT32:
       return "INT32";
     case ACL_INT64:

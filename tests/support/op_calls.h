@@ -87,7 +87,7 @@ aclnnStatus RunPhase2(Phase2Function run, uint64_t workspace_size, aclOpExecutor
 aclnnStatus Run(const OpCall& call, aclrtStream stream);
 
 // The dtype's name as the tests, the benchmark and the demo print it: "FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE",
-// "BOOL", "INT32", "INT64"; "UNSUPPORTED" for any other.
+// "BOOL", "UINT8", "INT32", "INT64"; "UNSUPPORTED" for any other.
 const char* DTypeName(aclDataType dtype);
 
 // The API takes some optional strings (NsaCompress's layout) as char* but never writes them.

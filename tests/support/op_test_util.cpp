@@ -67,6 +67,7 @@ void EncodeElement(double v, aclDataType dtype, uint8_t* out) {
       std::memcpy(out, &v, sizeof v);
       return;
     case ACL_BOOL:
+    case ACL_UINT8:
       *out = static_cast<uint8_t>(RoundToDType(v, ACL_BOOL));
       return;
     case ACL_INT32: {
@@ -107,6 +108,7 @@ double DecodeElement(const uint8_t* in, aclDataType dtype) {
       return d;
     }
     case ACL_BOOL:
+    case ACL_UINT8:
       return *in;
     case ACL_INT32: {
       int32_t i;
@@ -188,6 +190,7 @@ size_t ElementBytes(aclDataType dtype) {
     case ACL_INT64:
       return 8;
     case ACL_BOOL:
+    case ACL_UINT8:
       return 1;
     default:
       throw std::invalid_argument("op_test_util: unsupported dtype");
@@ -209,6 +212,7 @@ double RoundToDType(double v, aclDataType dtype) {
     case ACL_DOUBLE:
       return v;
     case ACL_BOOL:
+    case ACL_UINT8:
       if (!(v >= 0.0 && v <= 255.0)) throw std::invalid_argument("op_test_util: BOOL values must be in [0, 255]");
       return std::nearbyint(v);
     case ACL_INT32:

@@ -19,12 +19,18 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Relative 2-norm error allowed against the float64 reference. These are sanity bounds (the operator tests check
 // precision element by element): a few units of the dtype's epsilon, so an unwritten (NaN) or wrong output fails.
+// ResetOutputs' value for integer outputs (indices): no operator writes it.
+constexpr double kIntegerFill = -12345.0;
+
 double Tolerance(aclDataType dtype) {
   switch (dtype) {
     case ACL_DOUBLE:
       return 1e-10;
     case ACL_FLOAT:
       return 1e-4;
+    case ACL_INT32:  // indices (NsaCompressAttention's topkIndicesOut): exact
+    case ACL_INT64:
+      return 0.0;
     default:
       return 4.0 * optest::EpsilonOf(dtype);
   }
@@ -134,7 +140,10 @@ bool OpCase::RunAndWait(aclrtStream stream) const {
 }
 
 void OpCase::ResetOutputs() {
-  for (DeviceTensor& out : outputs_) out.Write(std::vector<double>(static_cast<size_t>(out.size()), kNaN));
+  for (DeviceTensor& out : outputs_) {
+    const double fill = optest::IsFloatingDType(out.dtype()) ? kNaN : kIntegerFill;
+    out.Write(std::vector<double>(static_cast<size_t>(out.size()), fill));
+  }
 }
 
 std::vector<uint8_t> OpCase::OutputBytes() const {

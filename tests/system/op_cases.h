@@ -72,7 +72,8 @@ class OpCase {
   // Enqueue + aclrtSynchronizeStream + aclrtFree of the workspace.
   bool RunAndWait(aclrtStream stream) const;
 
-  // Sets every output element back to NaN (aclrtMemcpy: waits for the work queued on every stream).
+  // Sets every output element back to NaN (integer outputs: -12345; aclrtMemcpy: waits for the work queued on every
+  // stream).
   void ResetOutputs();
   // The outputs' element bytes, one output after the other.
   std::vector<uint8_t> OutputBytes() const;

@@ -53,6 +53,9 @@ class PACL_INTERNAL_API OpChecker {
   // 161002 unless a and b have the same dtype / the same view shape.
   bool SameDType(const TensorDesc& a, const char* a_param, const TensorDesc& b, const char* b_param);
   bool SameShape(const TensorDesc& a, const char* a_param, const TensorDesc& b, const char* b_param);
+  // 161002 unless t has exactly the shape dims: "<param> must be <n>-D, got shape [...]" for another rank, else
+  // "<param> must have shape <meaning> = [dims], got [...]" (meaning: "[T of query, N of query, 8]").
+  bool Shape(const TensorDesc& t, const char* param, std::initializer_list<int64_t> dims, const char* meaning);
   // 161002 unless t's format is ND or another plain (non-private) layout: ND, NCHW, NHWC, NC, NCL, NCDHW, NDHWC, HWCN.
   bool PlainFormat(const TensorDesc& t, const char* param);
   // 161002 unless the output view t has no two elements sharing memory (TensorDesc::ElementsAreDistinct).

@@ -188,27 +188,12 @@ bool ListSequences(OpChecker& check, const aclIntArray& q_ends_array, const aclI
   return true;
 }
 
-bool CheckShape(OpChecker& check, const TensorDesc& t, const char* param, std::initializer_list<int64_t> dims,
-                const char* meaning) {
-  if (!check.Rank(t, param, static_cast<int>(dims.size()))) return false;
-  bool same = true;
-  int d = 0;
-  for (int64_t dim : dims) same = same && t.shape[d++] == dim;
-  if (same) return true;
-  std::string expected = "[";
-  d = 0;
-  for (int64_t dim : dims) expected += (d++ > 0 ? ", " : "") + std::to_string(dim);
-  expected += "]";
-  return check.Check(false, "%s must have shape %s = %s, got %s", param, meaning, expected.c_str(),
-                     t.ShapeString().c_str());
-}
-
 bool CheckTopkAndStatistics(OpChecker& check, const TensorDesc& topk, const TensorDesc& max, const char* max_param,
                             const TensorDesc& sum, const char* sum_param, const AttentionShape& s) {
-  return CheckShape(check, topk, "topkIndices", {s.q_tokens, s.kv_heads, s.block_count},
+  return check.Shape(topk, "topkIndices", {s.q_tokens, s.kv_heads, s.block_count},
                     "[T of query, N of key, selectedBlockCount]") &&
-         CheckShape(check, max, max_param, {s.q_tokens, s.q_heads, kStatLanes}, "[T of query, N of query, 8]") &&
-         CheckShape(check, sum, sum_param, {s.q_tokens, s.q_heads, kStatLanes}, "[T of query, N of query, 8]");
+         check.Shape(max, max_param, {s.q_tokens, s.q_heads, kStatLanes}, "[T of query, N of query, 8]") &&
+         check.Shape(sum, sum_param, {s.q_tokens, s.q_heads, kStatLanes}, "[T of query, N of query, 8]");
 }
 
 }  // namespace
@@ -248,7 +233,7 @@ extern "C" aclnnStatus aclnnNsaSelectedAttentionGetWorkspaceSize(
                           params.shape, &params.sequences) ||
       !nsa::CheckTopkAndStatistics(check, topkIndices->desc, softmaxMaxOut->desc, "softmaxMaxOut", softmaxSumOut->desc,
                                    "softmaxSumOut", params.shape) ||
-      !nsa::CheckShape(check, attentionOut->desc, "attentionOut",
+      !check.Shape(attentionOut->desc, "attentionOut",
                        {params.shape.q_tokens, params.shape.q_heads, params.shape.dim_v},
                        "[T of query, N of query, D of value]") ||
       !check.DistinctOutputElements(softmaxMaxOut->desc, "softmaxMaxOut") ||
@@ -312,9 +297,9 @@ extern "C" aclnnStatus aclnnNsaSelectedAttentionGradGetWorkspaceSize(
                           &params.sequences) ||
       !nsa::CheckTopkAndStatistics(check, topkIndices->desc, softmaxMax->desc, "softmaxMax", softmaxSum->desc,
                                    "softmaxSum", s) ||
-      !nsa::CheckShape(check, attentionOut->desc, "attentionOut", {s.q_tokens, s.q_heads, s.dim_v},
+      !check.Shape(attentionOut->desc, "attentionOut", {s.q_tokens, s.q_heads, s.dim_v},
                        "[T of query, N of query, D of value]") ||
-      !nsa::CheckShape(check, attentionOutGrad->desc, "attentionOutGrad", {s.q_tokens, s.q_heads, s.dim_v},
+      !check.Shape(attentionOutGrad->desc, "attentionOutGrad", {s.q_tokens, s.q_heads, s.dim_v},
                        "[T of query, N of query, D of value]") ||
       !check.SameShape(q, "query", dqOut->desc, "dqOut") || !check.SameShape(key->desc, "key", dkOut->desc, "dkOut") ||
       !check.SameShape(value->desc, "value", dvOut->desc, "dvOut") ||

@@ -60,6 +60,7 @@
 #include <limits>
 #include <vector>
 
+#include "nsa_selected_attention/cpu/nsa_attention_rows.h"
 #include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
 #include "nsa_selected_attention/nsa_selected_attention_params.h"
 #include "pacl/convert.h"
@@ -81,50 +82,12 @@ constexpr int64_t kScoresPadding = 16;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-int KindOf(aclDataType dtype) { return dtype == ACL_FLOAT16 ? kHalfRow : kBFloat16Row; }
-
-// Element (i0, i1, 0) of a 3-D tensor.
-const char* RowAddress(const TensorDesc& t, int64_t i0, int64_t i1) {
-  return t.ElementAt(t.offset + i0 * t.strides[0] + i1 * t.strides[1]);
-}
-
-// Row (i0, i1, :) widened to fp32.
-void ReadRow(const TensorDesc& t, int64_t i0, int64_t i1, float* dst) {
-  LoadAsFloat(t.dtype, RowAddress(t, i0, i1), t.strides[2], dst, t.shape[2]);
-}
-
-// Row (i0, i1, :) rounded once from fp32.
-void WriteRow(const TensorDesc& t, int64_t i0, int64_t i1, const float* src) {
-  StoreFromFloat(src, t.dtype, const_cast<char*>(RowAddress(t, i0, i1)), t.strides[2], t.shape[2]);
-}
-
-float ReadStatistic(const TensorDesc& t, int64_t token, int64_t head) {
-  float value;
-  std::memcpy(&value, t.ElementAt(t.offset + token * t.strides[0] + head * t.strides[1]), sizeof value);
-  return value;
-}
-
-void WriteStatistic(const TensorDesc& t, int64_t token, int64_t head, float value) {
-  for (int64_t lane = 0; lane < kStatLanes; ++lane) {
-    std::memcpy(t.ElementAt(t.offset + token * t.strides[0] + head * t.strides[1] + lane * t.strides[2]), &value,
-                sizeof value);
-  }
-}
-
-// The sequence holding query token t (sequences sorted by q_start; empty ones skipped).
-size_t SequenceOfToken(const std::vector<Sequence>& sequences, int64_t t) {
-  size_t lo = 0, hi = sequences.size();
-  while (hi - lo > 1) {
-    const size_t mid = (lo + hi) / 2;
-    if (sequences[mid].q_start <= t) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  while (lo + 1 < sequences.size() && sequences[lo].q_end <= t) ++lo;
-  return lo;
-}
+using nsa_attention_rows::ReadRow;
+using nsa_attention_rows::ReadStatistic;
+using nsa_attention_rows::RowList;
+using nsa_attention_rows::SequenceOfToken;
+using nsa_attention_rows::WriteRow;
+using nsa_attention_rows::WriteStatistic;
 
 // The sequence holding global key block `block`.
 size_t SequenceOfBlock(const std::vector<Sequence>& sequences, int64_t block, int64_t block_size) {
@@ -166,36 +129,6 @@ SlotKeys SlotOf(const TensorDesc& topk, const AttentionShape& s, const Sequence&
   }
   return {seq.kv_start + first, keys};
 }
-
-// Row pointers of a list of key (or value) tokens of one head: in place where the rows have unit stride along D,
-// else gathered into fp32 rows.
-class RowList {
- public:
-  RowList(const TensorDesc& t, int64_t max_rows)
-      : t_(t), in_place_(t.strides[2] == 1), rows_(static_cast<size_t>(max_rows)),
-        gathered_(in_place_ ? 0 : static_cast<size_t>(max_rows * t.shape[2])) {}
-  int kind() const { return in_place_ ? KindOf(t_.dtype) : kFloatRow; }
-  void Clear() { count_ = 0; }
-  void Add(int64_t token, int64_t head) {
-    if (in_place_) {
-      rows_[static_cast<size_t>(count_)] = RowAddress(t_, token, head);
-    } else {
-      float* row = gathered_.data() + count_ * t_.shape[2];
-      ReadRow(t_, token, head, row);
-      rows_[static_cast<size_t>(count_)] = row;
-    }
-    ++count_;
-  }
-  const void* const* rows() const { return rows_.data(); }
-  int64_t count() const { return count_; }
-
- private:
-  const TensorDesc& t_;
-  bool in_place_;
-  std::vector<const void*> rows_;
-  std::vector<float> gathered_;
-  int64_t count_ = 0;
-};
 
 // The key list of (token t, KV head h) into keys and values.
 void ListKeys(const TensorDesc& topk, const AttentionShape& s, const Sequence& seq, int64_t t, int64_t h,

@@ -24,54 +24,6 @@ constexpr const char* kForward = "aclnnNsaSelectedAttention";
 constexpr const char* kBackward = "aclnnNsaSelectedAttentionGrad";
 constexpr int64_t kBlockSize = 16;  // the plausible selectedBlockSize
 
-// An actual-length array as the caller passes it: cumulative ends, usually consistent; sometimes null, empty, or
-// with an entry replaced by an edge value, dropped or added.
-struct Ends {
-  std::vector<int64_t> ends;
-  bool null = false;
-};
-
-void MutateEnds(fuzz::Reader& r, Ends* e) {
-  const uint8_t choice = r.Byte();
-  if (choice < 200) return;
-  if (choice < 220) {
-    if (!e->ends.empty()) {
-      int64_t& entry = e->ends[r.Below(e->ends.size())];
-      entry = fuzz::EdgeValue(r, entry);
-    }
-  } else if (choice < 228) {
-    e->ends.clear();
-  } else if (choice < 236) {
-    e->null = true;
-  } else if (choice < 246) {
-    if (!e->ends.empty()) e->ends.erase(e->ends.begin() + static_cast<long>(r.Below(e->ends.size())));
-  } else {
-    e->ends.insert(e->ends.begin() + static_cast<long>(r.Below(e->ends.size() + 1)), fuzz::EdgeValue(r, 0));
-  }
-}
-
-// An exact-size copy of the array (reading past its size is an ASan report), or null.
-aclIntArray* MakeArray(const Ends& e) {
-  if (e.null) return nullptr;
-  std::unique_ptr<int64_t[]> copy(new int64_t[e.ends.size() + 1]);
-  for (size_t i = 0; i < e.ends.size(); ++i) copy[i] = e.ends[i];
-  aclIntArray* array = aclCreateIntArray(e.ends.empty() ? nullptr : copy.get(), e.ends.size());
-  FUZZ_CHECK(array != nullptr, "aclCreateIntArray failed: %s", fuzz::TakeRecentError().c_str());
-  return array;
-}
-
-// The layout string in an exact-size allocation, or null.
-std::unique_ptr<char[]> DecodeLayout(fuzz::Reader& r) {
-  const uint8_t choice = r.Byte();
-  if (choice >= 200 && choice < 215) return nullptr;
-  static const char* const kOthers[] = {"", "BSND", "TNDX", "tnd", "TN", "BNSD"};
-  const char* text = choice < 200 ? "TND" : kOthers[choice % 6];
-  const size_t length = std::strlen(text);
-  std::unique_ptr<char[]> copy(new char[length + 1]);
-  std::memcpy(copy.get(), text, length + 1);
-  return copy;
-}
-
 double DecodeScale(fuzz::Reader& r) {
   const uint8_t choice = r.Byte();
   if (choice < 200) return 1.0 / 16.0;
@@ -93,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int64_t dim_v = r.Flag() ? dim_qk : 128;
   const int64_t plausible_count = 1 + static_cast<int64_t>(r.Below(2));
   const size_t sequences = 1 + r.Below(3);
-  Ends q_ends, kv_ends;
+  fuzz::HostEnds q_ends, kv_ends;
   int64_t t1 = 0, t2 = 0;
   std::vector<int64_t> kv_blocks;  // per sequence, for the plausible indices
   for (size_t i = 0; i < sequences; ++i) {
@@ -104,12 +56,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     kv_ends.ends.push_back(t2);
     kv_blocks.push_back(blocks);
   }
-  MutateEnds(r, &q_ends);
-  MutateEnds(r, &kv_ends);
+  fuzz::MutateEnds(r, &q_ends);
+  fuzz::MutateEnds(r, &kv_ends);
   constexpr aclDataType kDTypes[] = {ACL_FLOAT16, ACL_BF16};
   const aclDataType dtype = kDTypes[r.Below(2)];
   const uint8_t mask_kind = r.Byte();  // 0-99 none, 100-199 BOOL, 200-239 UINT8, else another dtype
-  std::unique_ptr<char[]> layout = DecodeLayout(r);
+  std::unique_ptr<char[]> layout = fuzz::DecodeTndLayout(r);
   const double scale = DecodeScale(r);
   const int64_t sparse_mode = fuzz::Attribute(r, r.Flag() ? 2 : 0);
   const int64_t block_size = fuzz::Attribute(r, kBlockSize);
@@ -158,8 +110,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   call.Materialize();
   call.DecodeOutPointers(r);
 
-  aclIntArray* q_array = MakeArray(q_ends);
-  aclIntArray* kv_array = MakeArray(kv_ends);
+  aclIntArray* q_array = fuzz::MakeIntArray(q_ends);
+  aclIntArray* kv_array = fuzz::MakeIntArray(kv_ends);
   const char* name = backward ? kBackward : kForward;
   fuzz::Note("%s: sparseMode %lld, selectedBlockSize %lld, selectedBlockCount %lld, headNum %lld, scale %g, layout %s, "
              "q ends %s, kv ends %s",

@@ -1,0 +1,236 @@
+// NOTE [NsaCompressAttention on the CPU]
+//
+// Problem. Layout "TND": query (T1, N1, Dqk), compressed key (T2, N2, Dqk) and value (T2, N2, Dv), the sequences back
+// to back (the actual-length arrays: cumulative ends; sequence b owns query tokens [qs_b, qe_b) and compressed tokens
+// [ks_b, ke_b), K_b = ke_b - ks_b of them, and S_b = ceil(K_b / r) select blocks, r = l' / d). Query head n uses
+// key/value head h = n / G. For query token t of sequence b (position u = t - qs_b), compressed key i < K_b is visible
+// unless attenMask[u, i] is nonzero; the visible keys, ascending, are the row's key list.
+// Attention, for each query row (t, n): s_i = scale * (q . key_i), m = max s, e_i = exp(s_i - m), l = sum e,
+// out = (sum_i e_i value_i) / l; softmaxMax = m and softmaxSum = l, each written 8 times (CANN's layout). A row with
+// no visible key gets out = 0, max = -inf, sum = 0.
+// Importance and selection, for each (t, h): P_cmp[g][i] = e_i / l of query head h * G + g (0 for keys not visible),
+// w_i = sum over the group's heads g of P_cmp[g][i], and for each select block j < S_b
+//   score_j = sum_{m < r} sum_{n < c} w[r j - m - n]       (c = l / d; indices outside [0, K_b) contribute nothing)
+// - CANN's formula, with the sum over the group's heads taken first (the sums commute). Blocks j with
+// topkMask[u, j] nonzero are not candidates. topkIndices[t, h, :] lists the selectBlockCount best candidates: higher
+// score first, a NaN score above every number, equal scores by ascending j; slots left when fewer blocks are
+// candidates hold -1 (which aclnnNsaSelectedAttention reads as "selects nothing").
+//
+// Arithmetic (the same bits on every SIMD target and thread count). Inputs are widened exactly to fp32 and every
+// output element is rounded once. The dot products, softmax rows and weighted sums of value rows are the selected
+// attention's vector loops (nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h: canonical fused
+// multiply-add sums, a fixed tree or a fixed term order per element, never dependent on the vector width). P_cmp is
+// one fp32 division per element; w and the scores are scalar fp32 sums in the order written above (g ascending; m
+// outer, n inner, both ascending).
+//
+// Parallelism and memory. Tasks are chunks of (KV head, query token) items, the head outermost (the threads share one
+// head's keys and values at a time); every item writes its own rows of the four outputs, nothing else. Per item: the
+// G query rows widened to fp32, the key list as row pointers into key and value (nsa_attention_rows.h: in place where
+// the rows have unit stride along D, else gathered into fp32 rows), the G x |list| scores, w and the block scores: O(G * max K_b) floats
+// per thread, no T x T buffer, no workspace.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "nsa_compress_attention/nsa_compress_attention_params.h"
+#include "nsa_selected_attention/cpu/nsa_attention_rows.h"
+#include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
+#include "pacl/parallel.h"
+
+namespace pacl::nsa_compress_attention {
+
+namespace {
+
+namespace vec = pacl::nsa_selected_attention;
+
+// (KV head, query token) items per chunk.
+constexpr int64_t kItemsPerChunk = 8;
+// Floats after each row of scores, so that the G rows of an item do not all map to the same cache sets when the key
+// count is a large power of two.
+constexpr int64_t kScoresPadding = 16;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+using nsa_attention_rows::ReadRow;
+using nsa_attention_rows::RowList;
+using nsa_attention_rows::SequenceOfToken;
+using nsa_attention_rows::WriteRow;
+using nsa_attention_rows::WriteStatistic;
+
+// A 2-D BOOL / UINT8 mask's element (row, column): nonzero = masked.
+bool Masked(const TensorDesc& mask, int64_t row, int64_t column) {
+  return *reinterpret_cast<const uint8_t*>(mask.ElementAt(mask.offset + row * mask.strides[0] +
+                                                          column * mask.strides[1])) != 0;
+}
+
+// A candidate select block and its score.
+struct Candidate {
+  float score = 0.0f;
+  int64_t block = 0;
+};
+
+// The selection order: a NaN score first, then higher scores, then the lower block index.
+bool Before(const Candidate& a, const Candidate& b) {
+  const bool a_nan = std::isnan(a.score), b_nan = std::isnan(b.score);
+  if (a_nan != b_nan) return a_nan;
+  if (!a_nan && a.score != b.score) return a.score > b.score;
+  return a.block < b.block;
+}
+
+struct Scratch {
+  Scratch(const ForwardParams& p)
+      : stride(p.max_kv_length + kScoresPadding),
+        q(static_cast<size_t>(p.shape.group * p.shape.dim_qk)),
+        scores(static_cast<size_t>(p.shape.group * stride)),
+        acc(static_cast<size_t>(p.shape.group * p.shape.dim_v)),
+        row(static_cast<size_t>(p.shape.dim_v)),
+        weights(static_cast<size_t>(p.max_kv_length)),
+        visible(static_cast<size_t>(p.max_kv_length)),
+        keys(p.key, p.max_kv_length),
+        values(p.value, p.max_kv_length) {
+    best.reserve(static_cast<size_t>(p.shape.select_count) + 1);
+  }
+  int64_t stride;
+  std::vector<float> q, scores, acc, row, weights;
+  std::vector<int64_t> visible;
+  std::vector<vec::RowStatistics> stats;
+  std::vector<Candidate> best;
+  RowList keys, values;
+};
+
+// Attention of the G query rows of (t, h) over the key list; adds each row's probabilities to x->weights.
+void Attend(const ForwardParams& p, int64_t h, int64_t t, Scratch* x) {
+  const AttentionShape& s = p.shape;
+  const int64_t g_count = s.group;
+  const int64_t keys = x->keys.count();
+  if (keys == 0) {
+    std::fill(x->row.begin(), x->row.end(), 0.0f);
+    for (int64_t g = 0; g < g_count; ++g) {
+      WriteRow(p.out, t, h * g_count + g, x->row.data());
+      WriteStatistic(p.softmax_max, t, h * g_count + g, -kInf);
+      WriteStatistic(p.softmax_sum, t, h * g_count + g, 0.0f);
+    }
+    return;
+  }
+  for (int64_t g = 0; g < g_count; ++g) ReadRow(p.query, t, h * g_count + g, x->q.data() + g * s.dim_qk);
+  vec::DotJob dot;
+  dot.a = x->q.data();
+  dot.a_stride = s.dim_qk;
+  dot.a_count = g_count;
+  dot.b = x->keys.rows();
+  dot.b_kind = x->keys.kind();
+  dot.b_count = keys;
+  dot.dim = s.dim_qk;
+  dot.multiplier = s.scale;
+  dot.out = x->scores.data();
+  dot.out_stride = x->stride;
+  vec::simd::Dot(dot);
+  x->stats.resize(static_cast<size_t>(g_count));
+  for (int64_t g = 0; g < g_count; ++g) {
+    x->stats[static_cast<size_t>(g)] = vec::simd::SoftmaxRow(x->scores.data() + g * x->stride, keys);
+  }
+  std::fill(x->acc.begin(), x->acc.end(), 0.0f);
+  vec::AccumulateJob sum;
+  sum.out = x->acc.data();
+  sum.out_stride = s.dim_v;
+  sum.out_count = g_count;
+  sum.weights = x->scores.data();
+  sum.weight_out_stride = x->stride;
+  sum.weight_term_stride = 1;
+  sum.rows = x->values.rows();
+  sum.row_kind = x->values.kind();
+  sum.term_count = keys;
+  sum.dim = s.dim_v;
+  vec::simd::Accumulate(sum);
+  for (int64_t g = 0; g < g_count; ++g) {
+    const vec::RowStatistics& st = x->stats[static_cast<size_t>(g)];
+    const float* acc = x->acc.data() + g * s.dim_v;
+    const float* e = x->scores.data() + g * x->stride;
+    float* row = x->row.data();
+    if (st.max == -kInf) {
+      std::fill(row, row + s.dim_v, 0.0f);  // every score -inf: no key carries weight
+    } else if (!(st.max < kInf)) {
+      std::fill(row, row + s.dim_v, kNaN);  // a NaN or +inf score
+      for (int64_t k = 0; k < keys; ++k) x->weights[static_cast<size_t>(x->visible[static_cast<size_t>(k)])] += kNaN;
+    } else {
+      for (int64_t i = 0; i < s.dim_v; ++i) row[i] = acc[i] / st.sum;
+      for (int64_t k = 0; k < keys; ++k) x->weights[static_cast<size_t>(x->visible[static_cast<size_t>(k)])] += e[k] / st.sum;
+    }
+    WriteRow(p.out, t, h * g_count + g, row);
+    WriteStatistic(p.softmax_max, t, h * g_count + g, st.max);
+    WriteStatistic(p.softmax_sum, t, h * g_count + g, st.sum);
+  }
+}
+
+// The block scores of (t, h) from x->weights, the top-k selection and its row of topkIndices.
+void Select(const ForwardParams& p, const Sequence& seq, int64_t h, int64_t t, Scratch* x) {
+  const AttentionShape& s = p.shape;
+  const int64_t u = t - seq.q_start;
+  const int64_t keys = seq.kv_end - seq.kv_start;
+  const float* w = x->weights.data();
+  std::vector<Candidate>& best = x->best;
+  best.clear();
+  for (int64_t j = 0; j < seq.select_blocks; ++j) {
+    if (p.has_topk_mask && Masked(p.topk_mask, u, j)) continue;
+    float score = 0.0f;
+    for (int64_t m = 0; m < s.select_per_cmp; ++m) {
+      for (int64_t n = 0; n < s.cmp_per_stride; ++n) {
+        const int64_t i = s.select_per_cmp * j - m - n;
+        if (i >= 0 && i < keys) score += w[i];
+      }
+    }
+    const Candidate c{score, j};
+    if (static_cast<int64_t>(best.size()) == s.select_count && !Before(c, best.back())) continue;
+    auto at = std::upper_bound(best.begin(), best.end(), c, Before);
+    best.insert(at, c);
+    if (static_cast<int64_t>(best.size()) > s.select_count) best.pop_back();
+  }
+  const TensorDesc& topk = p.topk;
+  for (int64_t slot = 0; slot < s.select_count; ++slot) {
+    const int32_t index =
+        slot < static_cast<int64_t>(best.size()) ? static_cast<int32_t>(best[static_cast<size_t>(slot)].block) : -1;
+    std::memcpy(topk.ElementAt(topk.offset + t * topk.strides[0] + h * topk.strides[1] + slot * topk.strides[2]),
+                &index, sizeof index);
+  }
+}
+
+void RunItem(const ForwardParams& p, const Sequence& seq, int64_t h, int64_t t, Scratch* x) {
+  const int64_t u = t - seq.q_start;
+  const int64_t keys = seq.kv_end - seq.kv_start;
+  x->keys.Clear();
+  x->values.Clear();
+  for (int64_t i = 0; i < keys; ++i) {
+    if (p.has_atten_mask && Masked(p.atten_mask, u, i)) continue;
+    x->visible[static_cast<size_t>(x->keys.count())] = i;
+    x->keys.Add(seq.kv_start + i, h);
+    x->values.Add(seq.kv_start + i, h);
+  }
+  std::fill(x->weights.begin(), x->weights.begin() + keys, 0.0f);
+  Attend(p, h, t, x);
+  Select(p, seq, h, t, x);
+}
+
+}  // namespace
+
+aclnnStatus RunForwardCpu(const ForwardParams& params, void* /*workspace*/) {
+  const AttentionShape& s = params.shape;
+  if (s.q_tokens == 0) return ACLNN_SUCCESS;
+  const std::vector<Sequence>& sequences = params.sequences;
+  ParallelFor(s.kv_heads * s.q_tokens, kItemsPerChunk, [&](int64_t begin, int64_t end) {
+    Scratch scratch(params);
+    size_t seq = SequenceOfToken(sequences, begin % s.q_tokens);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t h = i / s.q_tokens;
+      const int64_t t = i % s.q_tokens;
+      if (t < sequences[seq].q_start || t >= sequences[seq].q_end) seq = SequenceOfToken(sequences, t);
+      RunItem(params, sequences[seq], h, t, &scratch);
+    }
+  });
+  return ACLNN_SUCCESS;
+}
+
+}  // namespace pacl::nsa_compress_attention
