@@ -314,9 +314,9 @@ DeviceTensor DeviceTensor::Output(std::vector<int64_t> shape, aclDataType dtype,
   tensor.Allocate(std::move(shape), dtype, layout, format);
   std::vector<uint8_t> bytes = tensor.ReadAllocation();
   const size_t element_bytes = ElementBytes(dtype);
-  for (int64_t index : tensor.ElementIndices()) {
+  tensor.ForEachElement([&](int64_t, int64_t index) {
     EncodeFill(dtype, bytes.data() + kGuardBytes + static_cast<size_t>(index) * element_bytes);
-  }
+  });
   tensor.WriteAllocation(bytes);
   return tensor;
 }
@@ -419,22 +419,35 @@ void DeviceTensor::WriteAllocation(const std::vector<uint8_t>& bytes) {
       "aclrtMemcpy to device");
 }
 
-std::vector<int64_t> DeviceTensor::ElementIndices() const {
+bool DeviceTensor::Dense() const {
+  if (offset_ != 0 || storage_elements_ != size()) return false;
+  int64_t stride = 1;
+  for (size_t d = shape_.size(); d-- > 0;) {
+    if (shape_[d] != 1 && strides_[d] != stride) return false;
+    stride *= shape_[d];
+  }
+  return true;
+}
+
+template <class Visit>
+void DeviceTensor::ForEachElement(Visit&& visit) const {
+  const int64_t count = size();
+  if (Dense()) {
+    for (int64_t i = 0; i < count; ++i) visit(i, i);
+    return;
+  }
   const int rank = static_cast<int>(shape_.size());
-  const int64_t count = NumElements(shape_);
-  std::vector<int64_t> indices;
-  indices.reserve(static_cast<size_t>(count));
   std::vector<int64_t> index(shape_.size(), 0);
+  int64_t element = offset_;
   for (int64_t i = 0; i < count; ++i) {
-    int64_t element = offset_;
-    for (int d = 0; d < rank; ++d) element += index[d] * strides_[d];
-    indices.push_back(element);
+    visit(i, element);
     for (int d = rank - 1; d >= 0; --d) {  // odometer, last dim fastest
+      element += strides_[d];
       if (++index[d] < shape_[d]) break;
+      element -= index[d] * strides_[d];
       index[d] = 0;
     }
   }
-  return indices;
 }
 
 void DeviceTensor::Write(const std::vector<double>& values) {
@@ -442,53 +455,63 @@ void DeviceTensor::Write(const std::vector<double>& values) {
     throw std::invalid_argument("op_test_util: Write got " + std::to_string(values.size()) + " values for shape " +
                                 ShapeString(shape_));
   }
-  auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
-  const std::vector<double> stored = AsStored(values, shape_, layout_);
-  if (!std::equal(stored.begin(), stored.end(), values.begin(), same)) {
-    throw std::invalid_argument("op_test_util: values for a broadcast tensor of shape " + ShapeString(shape_) +
-                                " must repeat along the broadcast dim (use AsStored)");
+  if (layout_ == Layout::kBroadcast) {
+    auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+    const std::vector<double> stored = AsStored(values, shape_, layout_);
+    if (!std::equal(stored.begin(), stored.end(), values.begin(), same)) {
+      throw std::invalid_argument("op_test_util: values for a broadcast tensor of shape " + ShapeString(shape_) +
+                                  " must repeat along the broadcast dim (use AsStored)");
+    }
   }
   std::vector<uint8_t> bytes = ReadAllocation();
   const size_t element_bytes = ElementBytes(dtype_);
-  const std::vector<int64_t> indices = ElementIndices();
-  for (size_t i = 0; i < indices.size(); ++i) {
-    EncodeElement(values[i], dtype_, bytes.data() + kGuardBytes + static_cast<size_t>(indices[i]) * element_bytes);
-  }
+  uint8_t* storage = bytes.data() + kGuardBytes;
+  ForEachElement([&](int64_t i, int64_t index) {
+    EncodeElement(values[static_cast<size_t>(i)], dtype_, storage + static_cast<size_t>(index) * element_bytes);
+  });
   WriteAllocation(bytes);
 }
 
 std::vector<double> DeviceTensor::Read() const {
   const std::vector<uint8_t> bytes = ReadAllocation();
   const size_t element_bytes = ElementBytes(dtype_);
-  const std::vector<int64_t> indices = ElementIndices();
-  std::vector<double> values(indices.size());
-  for (size_t i = 0; i < indices.size(); ++i) {
-    values[i] = DecodeElement(bytes.data() + kGuardBytes + static_cast<size_t>(indices[i]) * element_bytes, dtype_);
-  }
+  const uint8_t* storage = bytes.data() + kGuardBytes;
+  std::vector<double> values(static_cast<size_t>(size()));
+  ForEachElement([&](int64_t i, int64_t index) {
+    values[static_cast<size_t>(i)] = DecodeElement(storage + static_cast<size_t>(index) * element_bytes, dtype_);
+  });
   return values;
 }
 
 std::vector<uint8_t> DeviceTensor::ReadBytes() const {
   const std::vector<uint8_t> bytes = ReadAllocation();
   const size_t element_bytes = ElementBytes(dtype_);
-  std::vector<uint8_t> elements;
-  for (int64_t index : ElementIndices()) {
-    const uint8_t* element = bytes.data() + kGuardBytes + static_cast<size_t>(index) * element_bytes;
-    elements.insert(elements.end(), element, element + element_bytes);
-  }
+  const uint8_t* storage = bytes.data() + kGuardBytes;
+  if (Dense()) return std::vector<uint8_t>(storage, storage + static_cast<size_t>(size()) * element_bytes);
+  std::vector<uint8_t> elements(static_cast<size_t>(size()) * element_bytes);
+  ForEachElement([&](int64_t i, int64_t index) {
+    std::memcpy(elements.data() + static_cast<size_t>(i) * element_bytes,
+                storage + static_cast<size_t>(index) * element_bytes, element_bytes);
+  });
   return elements;
 }
 
 std::string DeviceTensor::CheckGuards() const {
   const std::vector<uint8_t> bytes = ReadAllocation();
-  std::vector<bool> in_view(allocation_bytes_, false);
   const size_t element_bytes = ElementBytes(dtype_);
-  for (int64_t index : ElementIndices()) {
-    const size_t start = kGuardBytes + static_cast<size_t>(index) * element_bytes;
-    for (size_t b = 0; b < element_bytes; ++b) in_view[start + b] = true;
+  // Dense: the view covers the whole storage, so only the two guards are outside it.
+  const size_t view_end = kGuardBytes + static_cast<size_t>(storage_elements_) * element_bytes;
+  std::vector<bool> in_view;
+  if (!Dense()) {
+    in_view.assign(allocation_bytes_, false);
+    ForEachElement([&](int64_t, int64_t index) {
+      const size_t start = kGuardBytes + static_cast<size_t>(index) * element_bytes;
+      for (size_t b = 0; b < element_bytes; ++b) in_view[start + b] = true;
+    });
   }
+  auto covered = [&](size_t i) { return in_view.empty() ? (i >= kGuardBytes && i < view_end) : in_view[i]; };
   for (size_t i = 0; i < allocation_bytes_; ++i) {
-    if (!in_view[i] && bytes[i] != kGuardPattern) {
+    if (!covered(i) && bytes[i] != kGuardPattern) {
       const long long storage_byte = static_cast<long long>(i) - static_cast<long long>(kGuardBytes);
       return "byte " + std::to_string(storage_byte) + " relative to the storage start (storage bytes: " +
              std::to_string(storage_elements_ * static_cast<int64_t>(element_bytes)) + ", layout " +

@@ -121,8 +121,12 @@ class DeviceTensor {
   void Allocate(std::vector<int64_t> shape, aclDataType dtype, Layout layout, aclFormat format);
   std::vector<uint8_t> ReadAllocation() const;
   void WriteAllocation(const std::vector<uint8_t>& bytes);
-  // Storage element index of each view element, in logical row-major order.
-  std::vector<int64_t> ElementIndices() const;
+  // Calls visit(i, storage_index) for each view element i in logical row-major order. Dense tensors (view element i
+  // at storage element i: contiguous, no offset) take a plain loop; the harness reads and writes every tensor a few
+  // times per check, so this is most of a big test's time, above all under the sanitizers.
+  template <class Visit>
+  void ForEachElement(Visit&& visit) const;
+  bool Dense() const;
   void Release();
 
   std::vector<int64_t> shape_;
