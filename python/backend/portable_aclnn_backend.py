@@ -11,8 +11,10 @@ the staging directories and the metadata go to temporary directories.
 Settings, as environment variables or pip's --config-settings (-C key=value; these win):
     PORTABLE_ACLNN_CUDA        cuda        AUTO (default: the CUDA backend when nvcc is found), ON, OFF
     PORTABLE_ACLNN_BUILD_DIR   build-dir   a CMake build directory to use and keep (incremental rebuilds); default:
-                                           a temporary directory, removed after the build. Not build/ of the
-                                           checkout, which the C++ scripts configure differently
+                                           a temporary directory, removed after the build. The checkout's build/
+                                           only with the C++ scripts' options in cmake-args (-DPACL_BUILD_TESTS=ON
+                                           -DPACL_BUILD_BENCH=ON -DPACL_BUILD_EXAMPLES=ON, as .ci/run passes them),
+                                           else this build's options rebuild it differently
     PORTABLE_ACLNN_CMAKE_ARGS  cmake-args  more CMake arguments, split as a shell would
                                            (e.g. -DCMAKE_CUDA_ARCHITECTURES=80)
     CMAKE_BUILD_PARALLEL_LEVEL             parallel jobs (default: the CPU count)
