@@ -40,7 +40,9 @@ def test_every_operator_module_is_one_folder_and_fills_every_table():
         assert hasattr(torch.ops.portable_aclnn, name)
     aclnn = {call.name for call in ops.aclnn_calls()}
     assert aclnn == set(api().phase1) == set(api().phase2)
-    assert len(aclnn) == 2 * len(names)  # every operator so far has a forward and a backward
+    # Every operator has a forward and a backward, but for those whose backward the C library does not have yet.
+    forward_only = {"nsa_compress_attention"}
+    assert len(aclnn) == 2 * len(names) - len(forward_only & names)
 
 
 def test_a_new_operator_module_is_all_it_takes(tmp_path):

@@ -1,6 +1,7 @@
 """torch_npu's names: `from portable_aclnn.compat import torch_npu` then `torch_npu.npu_scaled_masked_softmax(...)`."""
 
 from ..ops.nsa_compress import nsa_compress, nsa_compress_backward
+from ..ops.nsa_compress_attention import nsa_compress_attention
 from ..ops.nsa_selected_attention import nsa_select_attention, nsa_select_attention_backward
 from ..ops.scaled_masked_softmax import scaled_masked_softmax, scaled_masked_softmax_backward
 
@@ -24,6 +25,16 @@ def npu_nsa_compress(input, weight, compress_block_size, compress_stride, *, act
 def npu_nsa_compress_grad(grad, input, weight, compress_block_size, compress_stride, *, actual_seq_len=None):
     """torch_npu.npu_nsa_compress_grad: (input_grad, weight_grad)."""
     return nsa_compress_backward(grad, input, weight, compress_block_size, compress_stride, actual_seq_len)
+
+
+def npu_nsa_compress_attention(query, key, value, scale_value, head_num, compress_block_size, compress_stride,
+                               select_block_size, select_block_count, *, topk_mask=None, atten_mask=None,
+                               actual_seq_qlen=None, actual_cmp_seq_kvlen=None, actual_sel_seq_kvlen=None):
+    """torch_npu.npu_nsa_compress_attention: (attention_out, softmax_max, softmax_sum, topk_indices); masks BOOL,
+    true = masked; actual_sel_seq_kvlen None: derived from actual_cmp_seq_kvlen. No backward (not differentiable)."""
+    return nsa_compress_attention(query, key, value, scale_value, head_num, compress_block_size, compress_stride,
+                                  select_block_size, select_block_count, topk_mask, atten_mask, actual_seq_qlen,
+                                  actual_cmp_seq_kvlen, actual_sel_seq_kvlen)
 
 
 def npu_nsa_select_attention(query, key, value, topk_indices, scale_value, head_num, select_block_size,

@@ -7,11 +7,9 @@ torch_npu takes them (None: one sequence of all T tokens); returns (blocks, N, D
 
 import ctypes
 
-import numpy as np
-
 from .._library import api
 from .._operator import INT64, INT_ARRAY, REQUIRED, STRING, TENSOR, AclnnCall, Entry, needs_autograd
-from .._tensors import Operands, empty_like_kind, int_array, is_torch, require_array, torch
+from .._tensors import Operands, empty_like_kind, int_array, require_array, sequence_ends, torch
 
 ACLNN = (
     AclnnCall("aclnnNsaCompress", (TENSOR, TENSOR, INT_ARRAY, STRING, INT64, INT64, INT64, TENSOR)),
@@ -24,15 +22,6 @@ _LAYOUT = ctypes.c_char_p(b"TND")
 
 # ----------------------------------------------------------------------------------------------------------------
 # Plain functions (torch tensors or NumPy arrays; no autograd)
-
-def sequence_ends(input, actual_seq_len):
-    """torch_npu's actual_seq_len: cumulative sequence ends (None: one sequence of all T tokens)."""
-    if actual_seq_len is None:
-        return [int(input.shape[0])]
-    if is_torch(actual_seq_len) or isinstance(actual_seq_len, np.ndarray):
-        return [int(v) for v in actual_seq_len.tolist()]
-    return [int(v) for v in actual_seq_len]
-
 
 def block_count(ends, compress_block_size, compress_stride):
     """The number of compressed blocks of all sequences (cumulative ends)."""
@@ -50,7 +39,7 @@ def plain_forward(input, weight, compress_block_size, compress_stride, actual_se
     require_array(input, "input")
     if len(input.shape) != 3:
         raise ValueError(f"input must be 3-D (T, N, D), got {tuple(input.shape)}")
-    ends = sequence_ends(input, actual_seq_len)
+    ends = sequence_ends(input.shape[0], actual_seq_len)
     blocks = block_count(ends, compress_block_size, compress_stride)
     out = empty_like_kind(input, (blocks, input.shape[1], input.shape[2]))
     seq = int_array(ends)
@@ -62,7 +51,7 @@ def plain_forward(input, weight, compress_block_size, compress_stride, actual_se
 
 def nsa_compress_backward(grad_output, input, weight, compress_block_size, compress_stride, actual_seq_len=None):
     """(input_grad, weight_grad) of nsa_compress."""
-    ends = sequence_ends(input, actual_seq_len)
+    ends = sequence_ends(input.shape[0], actual_seq_len)
     input_grad = empty_like_kind(input, tuple(input.shape))
     weight_grad = empty_like_kind(weight, tuple(weight.shape))
     seq = int_array(ends)

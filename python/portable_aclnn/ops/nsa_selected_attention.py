@@ -16,7 +16,7 @@ import numpy as np
 
 from .._library import api
 from .._operator import DOUBLE, INT64, INT_ARRAY, REQUIRED, STRING, TENSOR, AclnnCall, Entry, needs_autograd
-from .._tensors import Operands, empty_like_kind, int_array, is_torch, require_array, torch
+from .._tensors import Operands, empty_like_kind, int_array, is_torch, require_array, sequence_ends, torch
 
 ACLNN = (
     AclnnCall("aclnnNsaSelectedAttention", (TENSOR, TENSOR, TENSOR, TENSOR, TENSOR, INT_ARRAY, INT_ARRAY, DOUBLE,
@@ -32,14 +32,6 @@ STATISTICS_LANES = 8
 
 # ----------------------------------------------------------------------------------------------------------------
 # Plain functions (torch tensors or NumPy arrays; no autograd)
-
-def _ends(tokens, actual_seq_len):
-    if actual_seq_len is None:
-        return [int(tokens)]
-    if is_torch(actual_seq_len) or isinstance(actual_seq_len, np.ndarray):
-        return [int(v) for v in actual_seq_len.tolist()]
-    return [int(v) for v in actual_seq_len]
-
 
 def _sparse_mode(atten_mask, sparse_mode):
     if sparse_mode is None:
@@ -79,8 +71,8 @@ def plain_forward(query, key, value, topk_indices, scale_value, head_num, select
     out = empty_like_kind(query, (tokens, heads, int(value.shape[2])))
     softmax_max = _statistics(query, tokens, heads)
     softmax_sum = _statistics(query, tokens, heads)
-    q_ends = int_array(_ends(tokens, actual_seq_qlen))
-    kv_ends = int_array(_ends(key.shape[0], actual_seq_kvlen))
+    q_ends = int_array(sequence_ends(tokens, actual_seq_qlen))
+    kv_ends = int_array(sequence_ends(key.shape[0], actual_seq_kvlen))
     with Operands() as views:
         api().run("aclnnNsaSelectedAttention", views, views.tensor(query, "query"), views.tensor(key, "key"),
                   views.tensor(value, "value"), views.tensor(topk_indices, "topk_indices"),
@@ -101,8 +93,8 @@ def nsa_select_attention_backward(grad, query, key, value, attention_out, softma
     dq = empty_like_kind(query, tuple(query.shape))
     dk = empty_like_kind(key, tuple(key.shape))
     dv = empty_like_kind(value, tuple(value.shape))
-    q_ends = int_array(_ends(query.shape[0], actual_seq_qlen))
-    kv_ends = int_array(_ends(key.shape[0], actual_seq_kvlen))
+    q_ends = int_array(sequence_ends(query.shape[0], actual_seq_qlen))
+    kv_ends = int_array(sequence_ends(key.shape[0], actual_seq_kvlen))
     with Operands() as views:
         api().run("aclnnNsaSelectedAttentionGrad", views, views.tensor(query, "query"), views.tensor(key, "key"),
                   views.tensor(value, "value"), views.tensor(attention_out, "attention_out"),
