@@ -14,4 +14,5 @@ pacl_ensure_packages cmake ninja-build g++ pkg-config libhwy-dev libgtest-dev li
 build="${root}/build"
 pacl_configure_build "${root}" "${build}"
 cmake --build "${build}" --target aclnn_demo
+pacl_reuse_big_blocks
 "${build}/examples/aclnn_demo"
