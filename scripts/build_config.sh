@@ -22,8 +22,8 @@ pacl_configure_build() {
 # allocate and free vectors of megabytes over and over. By default glibc maps each block above a moving threshold
 # fresh from the kernel and unmaps it on free, so every such vector costs its page faults again, expensive on a VM
 # (a fifth of the demo's time). A fixed 32 MiB threshold and a heap that keeps up to 256 MiB free at its top make
-# those blocks reuse memory; bigger ones (the big-tensor tests') are still mapped and returned, so no process holds
-# more than it did. (glibc only; ignored elsewhere and under the sanitizers, whose allocator is their own.)
+# those blocks reuse memory (a process keeps at most 256 MiB of freed heap); bigger ones (the big-tensor tests') are
+# still mapped and returned. (glibc only; ignored elsewhere and under the sanitizers, whose allocator is their own.)
 pacl_reuse_big_blocks() {
   export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456:glibc.malloc.top_pad=67108864}"
 }

@@ -499,17 +499,18 @@ std::vector<uint8_t> DeviceTensor::ReadBytes() const {
 std::string DeviceTensor::CheckGuards() const {
   const std::vector<uint8_t> bytes = ReadAllocation();
   const size_t element_bytes = ElementBytes(dtype_);
-  // Dense: the view covers the whole storage, so only the two guards are outside it.
+  // Dense: the view covers the whole storage, so only the two guards are outside it; otherwise mark the view's bytes.
+  const bool dense = Dense();
   const size_t view_end = kGuardBytes + static_cast<size_t>(storage_elements_) * element_bytes;
   std::vector<bool> in_view;
-  if (!Dense()) {
+  if (!dense) {
     in_view.assign(allocation_bytes_, false);
     ForEachElement([&](int64_t, int64_t index) {
       const size_t start = kGuardBytes + static_cast<size_t>(index) * element_bytes;
       for (size_t b = 0; b < element_bytes; ++b) in_view[start + b] = true;
     });
   }
-  auto covered = [&](size_t i) { return in_view.empty() ? (i >= kGuardBytes && i < view_end) : in_view[i]; };
+  auto covered = [&](size_t i) { return dense ? (i >= kGuardBytes && i < view_end) : in_view[i]; };
   for (size_t i = 0; i < allocation_bytes_; ++i) {
     if (!covered(i) && bytes[i] != kGuardPattern) {
       const long long storage_byte = static_cast<long long>(i) - static_cast<long long>(kGuardBytes);
