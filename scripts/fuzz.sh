@@ -23,8 +23,10 @@ fi
 pacl_ensure_packages cmake ninja-build pkg-config libhwy-dev clang-14 libclang-rt-14-dev libomp-14-dev
 
 build="${root}/build-fuzz"
+# PACL_SIMD_TARGETS=NATIVE: the kernels for this machine's best SIMD target only, the one a default build would run
+# here (the narrower targets are the ASan suite's, pinned): a third of the compile time.
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DPACL_WARNINGS_AS_ERRORS=ON \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DPACL_WARNINGS_AS_ERRORS=ON -DPACL_SIMD_TARGETS=NATIVE \
   -DPACL_BUILD_FUZZERS=ON -DPACL_BUILD_TESTS=OFF -DPACL_BUILD_BENCH=OFF -DPACL_BUILD_EXAMPLES=OFF
 cmake --build "${build}" --target pacl_fuzzers
 

@@ -59,6 +59,12 @@ TEST(ConvertTargetsTest, DispatchCoversTheTargetsOfThisCpu) {
   }
   EXPECT_TRUE(chosen_is_available) << pacl::SimdTargetName();
 #endif
+#if defined(PACL_SIMD_TARGETS_NATIVE)
+  // PACL_SIMD_TARGETS=NATIVE (CMakeLists.txt): the build machine's best target alone.
+  EXPECT_EQ(targets.size(), 1u);
+  EXPECT_EQ(targets.front(), HWY_STATIC_TARGET) << hwy::TargetName(targets.front());
+  return;
+#endif
   // The baseline every CPU of the architecture runs is always there: the portable scalar code on x86 (SSE2, below
   // Highway's SSE4), NEON on aarch64.
   EXPECT_EQ(targets.back(), HWY_STATIC_TARGET) << hwy::TargetName(targets.back());
