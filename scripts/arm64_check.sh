@@ -50,19 +50,36 @@ run_suite() {  # QEMU_CPU, binary, arguments...
   echo "=== QEMU_CPU=${cpu} $(basename "${binary}") $*"
   QEMU_CPU="${cpu}" qemu-aarch64 "${build}/tests/${binary}" --gtest_brief=1 "$@" 2>&1 | tail -n 4
   # (the pipe: gtest's brief output still lists every failure; the status is the binary's)
-  [[ "${PIPESTATUS[0]}" -eq 0 ]] || { echo "FAIL: ${binary} under QEMU_CPU=${cpu}" >&2; exit 1; }
+  [[ "${PIPESTATUS[0]}" -eq 0 ]] || { echo "FAIL: ${binary} under QEMU_CPU=${cpu}" >&2; return 1; }
   echo "    ($((SECONDS - start)) s)"
 }
-for cpu in "${qemu_cpus[@]}"; do
+suites_on() {  # QEMU_CPU: the suites of one emulated CPU, one after the other
+  local cpu="$1"
   echo "=== Highway targets under QEMU_CPU=${cpu}:"
   QEMU_CPU="${cpu}" qemu-aarch64 "${build}/tests/base_tests" --gtest_filter=ConvertTargetsTest.Dispatch* |
     grep "Highway targets"
-  run_suite "${cpu}" base_tests
-  run_suite "${cpu}" system/conformance_tests
-  if [[ "${PACL_ARM64_OP_TESTS:-0}" == 1 ]]; then run_suite "${cpu}" op_tests; fi
+  run_suite "${cpu}" base_tests || return 1
+  run_suite "${cpu}" system/conformance_tests || return 1
+  if [[ "${PACL_ARM64_OP_TESTS:-0}" == 1 ]]; then run_suite "${cpu}" op_tests || return 1; fi
+}
+# The emulated CPUs' suites run side by side (qemu-user runs a guest mostly on one host core: the base suite is
+# single-threaded, and the conformance suite's small cases keep about 1.2 cores busy), each into its own log, printed
+# in order once all are done.
+logs="$(mktemp -d)"
+pids=()
+for i in "${!qemu_cpus[@]}"; do
+  suites_on "${qemu_cpus[i]}" > "${logs}/${i}.log" 2>&1 &
+  pids+=($!)
 done
-run_suite "${qemu_cpus[-1]}" runtime_tests
-ACLNN_STRICT=1 run_suite "${qemu_cpus[-1]}" strict_tests
+failed=0
+for i in "${!qemu_cpus[@]}"; do
+  wait "${pids[i]}" || failed=1
+  cat "${logs}/${i}.log"
+done
+rm -rf "${logs}"
+[[ "${failed}" -eq 0 ]] || { echo "FAIL: a suite under qemu failed (above)" >&2; exit 1; }
+run_suite "${qemu_cpus[-1]}" runtime_tests || exit 1
+ACLNN_STRICT=1 run_suite "${qemu_cpus[-1]}" strict_tests || exit 1
 
 echo "=== the installed package: sample, CANN-style and seed programs built with the plain cross g++ line"
 work="$(mktemp -d "${build}/programs.XXXXXX")"
