@@ -18,18 +18,24 @@ struct FloatFormat {
 inline constexpr FloatFormat kHalf{10, -14, 15};
 inline constexpr FloatFormat kBFloat16{7, -126, 127};
 
-// 2^e for the exponents these formats use (|e| <= 160), read from a table made once with ldexp: exact, and the
-// conversions below run for every element a test writes or rounds, where a libm call per element dominated.
-inline double Pow2(int e) {
-  constexpr int kRange = 160;
-  struct Table {
-    double values[2 * kRange + 1];
-    Table() {
-      for (int i = -kRange; i <= kRange; ++i) values[i + kRange] = std::ldexp(1.0, i);
+// 2^e for the exponents these formats use (|e| <= 160), from a table the compiler fills by doubling and halving
+// (exact): the conversions below run for every element a test writes or rounds, where a libm call per element
+// dominated.
+inline constexpr int kPow2Range = 160;
+struct Pow2Table {
+  double values[2 * kPow2Range + 1] = {};
+  constexpr Pow2Table() {
+    values[kPow2Range] = 1.0;
+    for (int i = 1; i <= kPow2Range; ++i) {
+      values[kPow2Range + i] = values[kPow2Range + i - 1] * 2.0;
+      values[kPow2Range - i] = values[kPow2Range - i + 1] * 0.5;
     }
-  };
-  static const Table table;
-  return e >= -kRange && e <= kRange ? table.values[e + kRange] : std::ldexp(1.0, e);
+  }
+};
+inline constexpr Pow2Table kPow2Table{};
+
+inline double Pow2(int e) {
+  return e >= -kPow2Range && e <= kPow2Range ? kPow2Table.values[e + kPow2Range] : std::ldexp(1.0, e);
 }
 
 inline double DecodeBits(uint16_t bits, FloatFormat f) {
@@ -63,11 +69,12 @@ inline double RoundToFormat(double v, FloatFormat f) {
   int exponent = FloorLog2(magnitude);
   if (exponent < f.min_exponent) exponent = f.min_exponent;
   const double quantum = Pow2(exponent - f.mantissa_bits);
-  const double steps = magnitude / quantum;  // exact: dividing by a power of two
-  double rounded_steps = std::floor(steps);
-  const double remainder = steps - rounded_steps;
-  if (remainder > 0.5 || (remainder == 0.5 && std::fmod(rounded_steps, 2.0) != 0.0)) rounded_steps += 1.0;
-  double result = rounded_steps * quantum;
+  // Exact: dividing by a power of two; and below 2^(mantissa_bits + 1), so an integer count of quanta fits int64_t.
+  const double steps = magnitude / quantum;
+  int64_t whole_steps = static_cast<int64_t>(steps);  // the floor: steps > 0
+  const double remainder = steps - static_cast<double>(whole_steps);
+  if (remainder > 0.5 || (remainder == 0.5 && whole_steps % 2 != 0)) whole_steps += 1;
+  double result = static_cast<double>(whole_steps) * quantum;
   const double max_finite = (2.0 - Pow2(-f.mantissa_bits)) * Pow2(f.max_exponent);
   if (result > max_finite) result = std::numeric_limits<double>::infinity();
   return v < 0 ? -result : result;
