@@ -33,8 +33,9 @@ int main() {
   }
 
   const char* threads = std::getenv("ACLNN_NUM_THREADS");
-  std::printf("portable-aclnn demo (ACLNN_NUM_THREADS=%s; time = best of %d runs of phase 2 + synchronize)\n\n",
-              threads != nullptr ? threads : "unset: all CPUs", demo::kTimedRuns);
+  std::printf("portable-aclnn demo (ACLNN_NUM_THREADS=%s; time = best of %d runs of phase 2 + synchronize, or of "
+              "those in the first %.0f s)\n\n",
+              threads != nullptr ? threads : "unset: all CPUs", demo::kTimedRuns, demo::kTimedMilliseconds / 1000);
   std::fflush(stdout);
 
   // One step per operator and dtype: its forward and backward, run, read back and checked (the operators' steps,

@@ -7,7 +7,8 @@
 //
 // Check: max |result - reference| <= tolerance, where tolerance = k(dtype) * max |reference| with k = 1e-5 for
 // FLOAT (fp32 arithmetic), 1e-12 for DOUBLE, 2^-10 for FLOAT16 and 2^-7 for BFLOAT16 (twice the rounding step of one
-// correctly rounded result near the largest value). The unit tests check much more tightly, element by element.
+// correctly rounded result near the largest value; infinities, NSA's softmaxMax of a row without keys, exactly). The
+// unit tests check much more tightly, element by element.
 #ifndef PACL_EXAMPLES_DEMO_DEMO_SUPPORT_H_
 #define PACL_EXAMPLES_DEMO_DEMO_SUPPORT_H_
 
@@ -23,7 +24,8 @@
 
 namespace demo {
 
-inline constexpr int kTimedRuns = 3;  // the time shown is the best of these
+inline constexpr int kTimedRuns = 3;  // the time shown is the best of these,
+inline constexpr double kTimedMilliseconds = 1000;  // or of the runs that fit in this (at least one)
 
 // One line of the demo's table: one output of one call.
 struct Row {
@@ -95,7 +97,7 @@ class DeviceTensor {
   size_t bytes_ = 0;
 };
 
-// Phase 1 of `call` (an entry of the operator-call table, tests/support/op_calls.h), then kTimedRuns runs of phase 2
+// Phase 1 of `call` (an entry of the operator-call table, tests/support/op_calls.h), then kTimedRuns runs of phase 2 (fewer once they took kTimedMilliseconds)
 // + aclrtSynchronizeStream on a repeatable executor; the best time in *best_milliseconds. "" or what failed.
 std::string TimedCall(aclrtStream stream, const opcall::OpCall& call, double* best_milliseconds);
 
@@ -116,6 +118,8 @@ std::string CompleteCall(std::string error, double milliseconds, double bytes,
                          double relative_tolerance, std::vector<Row>* rows,
                          std::vector<std::vector<double>>* got = nullptr);
 
+// Each value `times` times over (NSA's softmaxMax / softmaxSum: one value per row, written into 8 lanes).
+std::vector<double> RepeatEach(const std::vector<double>& values, int times);
 // Uniform values in [low, high) from a fixed-seed generator.
 std::vector<double> RandomValues(int64_t count, double low, double high, uint64_t seed);
 // Bytes of the tensors a call reads and writes, each counted once.

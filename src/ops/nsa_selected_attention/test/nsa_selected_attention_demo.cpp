@@ -111,11 +111,6 @@ void RunNsaSelectedAttention(aclrtStream stream, aclDataType dtype, std::vector<
     call.attention_out = out_dev.tensor();
     error = TimedCall(stream, call, &milliseconds);
   }
-  auto eight_lanes = [](const std::vector<double>& values) {
-    std::vector<double> lanes;
-    for (double v : values) lanes.insert(lanes.end(), 8, v);
-    return lanes;
-  };
   std::vector<std::vector<double>> forward_got;
   const std::string forward_error = CompleteCall(
       error, milliseconds, TotalBytes({&q_dev, &k_dev, &v_dev, &topk_dev, &out_dev, &max_dev, &sum_dev}),
@@ -125,7 +120,7 @@ void RunNsaSelectedAttention(aclrtStream stream, aclDataType dtype, std::vector<
         std::vector<double> max(static_cast<size_t>(t1 * 16)), sum(max.size());
         ref::NsaSelectedAttentionForward(query.data(), key.data(), value.data(), topk, s, out.data(), max.data(),
                                          sum.data());
-        return Expected{out, eight_lanes(max), eight_lanes(sum)};
+        return Expected{out, RepeatEach(max, 8), RepeatEach(sum, 8)};
       },
       0, rows, &forward_got);
 
