@@ -493,19 +493,28 @@ std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataTyp
   return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
 }
 
-std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result) {
-  std::string error = CreateTensorStorage(shape, ACL_BOOL, result);
+std::string CreateTensorFromBytes(const std::vector<int64_t>& shape, aclDataType dtype,
+                                  const std::vector<unsigned char>& bytes, DeviceTensor* result) {
+  std::string error = CreateTensorStorage(shape, dtype, result);
   if (!error.empty()) return error;
+  if (bytes.size() != result->bytes) {
+    return "CreateTensorFromBytes: " + std::to_string(bytes.size()) + " bytes for shape " + ShapeLabel(shape);
+  }
+  if (bytes.empty()) return "";
+  aclError status = aclrtMemcpy(result->data, result->bytes, bytes.data(), bytes.size(), ACL_MEMCPY_HOST_TO_DEVICE);
+  return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
+}
+
+std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result) {
   const int64_t queries = shape[shape.size() - 2];
   const int64_t keys = shape.back();
-  std::vector<uint8_t> host(static_cast<size_t>(ElementCount(shape)));
+  std::vector<unsigned char> host(static_cast<size_t>(ElementCount(shape)));
   for (size_t i = 0; i < host.size(); ++i) {
     const int64_t key = static_cast<int64_t>(i) % keys;
     const int64_t query = static_cast<int64_t>(i) / keys % queries;
     host[i] = key > query ? 1 : 0;
   }
-  aclError status = aclrtMemcpy(result->data, result->bytes, host.data(), host.size(), ACL_MEMCPY_HOST_TO_DEVICE);
-  return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
+  return CreateTensorFromBytes(shape, ACL_BOOL, host, result);
 }
 
 namespace {

@@ -52,6 +52,10 @@ std::string CreateRandomTensor(const std::vector<int64_t>& shape, aclDataType dt
 // ACL_BF16); for inputs whose values must follow a pattern (e.g. a sampling grid).
 std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataType dtype,
                                    const std::vector<float>& values, DeviceTensor* result);
+// A tensor of any dtype holding `bytes` (row-major, ElementCount(shape) elements of the dtype's size): index tensors,
+// masks.
+std::string CreateTensorFromBytes(const std::vector<int64_t>& shape, aclDataType dtype,
+                                  const std::vector<unsigned char>& bytes, DeviceTensor* result);
 // A BOOL tensor (..., S1, S2) holding a causal mask: true (masked) where the key index exceeds the query index.
 std::string CreateCausalMask(const std::vector<int64_t>& shape, DeviceTensor* result);
 void ReleaseDeviceTensor(DeviceTensor* t);

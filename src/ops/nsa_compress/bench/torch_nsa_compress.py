@@ -30,8 +30,9 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "bench"))
 import torch_bench_common
 
-# The aclnn_bench cases this script compares with (scripts/compare_torch.sh): their names start with this.
-CASE_PREFIX = "NsaCompress"
+# The aclnn_bench cases this script compares with (scripts/compare_torch.sh): their names start with this (a
+# regular expression: NsaCompressAttention's cases are not this operator's).
+CASE_PREFIX = "NsaCompress(Grad)?/"
 
 # The case table of src/ops/nsa_compress/bench/nsa_compress_bench.cpp (keep the two in step): (direction, dtype, shape), the shapes as
 # (sequences, tokens per sequence, N, D); compressBlockSize and compressStride are the same for every case.

@@ -21,6 +21,7 @@
 // scores and dP once more in its key pass, which the figures do not count. Bytes: every tensor once.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -142,23 +143,15 @@ std::string Prepare(const SelectedCase& c, PreparedCall* call) {
   std::string error = AddRandomTensor(call, q_shape, c.dtype, -1.0, 1.0, 51, &query);
   if (error.empty()) error = AddRandomTensor(call, k_shape, c.dtype, -1.0, 1.0, 52, &key);
   if (error.empty()) error = AddRandomTensor(call, v_shape, c.dtype, -1.0, 1.0, 53, &value);
-  if (error.empty()) {
-    // CreateTensorFromValues makes FLOAT/FLOAT16/BF16 tensors: the indices go through an INT32 tensor made here.
-    error = AddRandomTensor(call, topk_shape, ACL_FLOAT, 0.0, 0.0, 54, &topk);
-  }
   if (!error.empty()) return error;
-  {
-    std::vector<int32_t> indices(topk_values.begin(), topk_values.end());
-    aclDestroyTensor(topk.tensor);
-    std::vector<int64_t> strides = {s.kv_heads * s.block_count, s.block_count, 1};
-    topk.tensor = aclCreateTensor(topk_shape.data(), 3, ACL_INT32, strides.data(), 0, ACL_FORMAT_ND, topk_shape.data(),
-                                  3, topk.data);
-    call->tensors.back().tensor = topk.tensor;
-    if (topk.tensor == nullptr) return "aclCreateTensor returned NULL: " + RecentErrorMessage();
-    const aclError status = aclrtMemcpy(topk.data, topk.bytes, indices.data(), indices.size() * sizeof(int32_t),
-                                        ACL_MEMCPY_HOST_TO_DEVICE);
-    if (status != ACL_SUCCESS) return "aclrtMemcpy failed: " + RecentErrorMessage();
+  std::vector<unsigned char> topk_host(topk_values.size() * sizeof(int32_t));
+  for (size_t i = 0; i < topk_values.size(); ++i) {
+    const auto index = static_cast<int32_t>(topk_values[i]);
+    std::memcpy(&topk_host[i * sizeof(int32_t)], &index, sizeof(int32_t));
   }
+  error = CreateTensorFromBytes(topk_shape, ACL_INT32, topk_host, &topk);
+  call->tensors.push_back(topk);
+  if (!error.empty()) return error;
   if (s.causal) {
     error = CreateCausalMask({2048, 2048}, &mask);
     call->tensors.push_back(mask);
