@@ -7,6 +7,7 @@ import torch
 
 import portable_aclnn as pa
 from portable_aclnn.compat import torch_npu
+from portable_aclnn.ops.nsa_compress_attention import nsa_compress_attention_backward
 from package_test_util import close
 
 HEADS, KV_HEADS, DIM_QK, DIM_V = 4, 2, 64, 32
@@ -204,17 +205,107 @@ def test_torch_npu_name_numpy_and_uint8_masks_agree():
     assert single[3].shape == (40, KV_HEADS, count) and single[0].shape == (40, HEADS, DIM_V)
 
 
-def test_no_autograd_and_the_torch_library_op():
+def attention_float64(q, k, v, scale, q_ends, cmp_ends, atten_mask=None):
+    """attention_out alone, float64 and differentiable (torch's autograd gives the reference gradients): the
+    formula of reference() with softmax over the visible keys, 0 in rows without one."""
+    group = q.shape[1] // k.shape[1]
+    outs, q_start, k_start = [], 0, 0
+    for q_end, k_end in zip(q_ends, cmp_ends):
+        rows, keys = q_end - q_start, k_end - k_start
+        kb = k[k_start:k_end].repeat_interleave(group, dim=1)
+        vb = v[k_start:k_end].repeat_interleave(group, dim=1)
+        logits = scale * torch.einsum("tnd,knd->tnk", q[q_start:q_end], kb)
+        visible = torch.ones(rows, 1, keys, dtype=torch.bool)
+        if atten_mask is not None:
+            visible = ~atten_mask[:rows, :keys].bool().unsqueeze(1)
+        any_visible = visible.any(dim=2, keepdim=True)
+        logits = torch.where(visible, logits, torch.where(any_visible, -float("inf"), 0.0))
+        p = torch.where(visible, torch.softmax(logits, dim=2), torch.zeros((), dtype=torch.float64))
+        outs.append(torch.einsum("tnk,knd->tnd", p, vb))
+        q_start, k_start = q_end, k_end
+    return torch.cat(outs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gradients_match_float64_autograd(dtype):
+    # NSA's causal masks (early rows see no key: their gradients are 0) over two sequences; GQA groups of 2.
+    l, d, l_select, count = 32, 16, 32, 2
+    q_lengths, cmp_lengths = [90, 150], [4, 8]
+    q_ends, cmp_ends = cumulative(q_lengths), cumulative(cmp_lengths)
+    q, k, v = problem(dtype, 11 if dtype == torch.float16 else 12, q_ends, cmp_ends)
+    atten, topk_mask = nsa_masks(q_lengths, cmp_lengths, l, d, l_select, 13)
+    inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+    out, softmax_max, softmax_sum, topk = pa.nsa_compress_attention(
+        *inputs, DIM_QK ** -0.5, HEADS, l, d, l_select, count, topk_mask=topk_mask, atten_mask=atten,
+        actual_seq_qlen=q_ends, actual_cmp_seq_kvlen=cmp_ends)
+    assert out.requires_grad and not any(t.requires_grad for t in (softmax_max, softmax_sum, topk))
+    refs = [t.detach().double().requires_grad_() for t in inputs]
+    ref = attention_float64(*refs, FLOAT_SCALE, q_ends, cmp_ends, atten)
+    close(out, ref.detach().numpy(), dtype, scale=1.0)
+    dy = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(14))
+    out.backward(dy.to(dtype))
+    ref.backward(dy)
+    for ours, theirs in zip(inputs, refs):
+        assert ours.grad.dtype == dtype and float(theirs.grad.abs().max()) > 0
+        close(ours.grad, theirs.grad.numpy(), dtype, scale=float(theirs.grad.abs().max()))
+    hidden = ~torch.isfinite(softmax_max[:, 0, 0])
+    assert hidden.any() and torch.all(inputs[0].grad[hidden] == 0)
+
+
+def test_backward_is_the_derivative_of_the_forward():
+    # Central differences of the operator's own forward (float16 in, a float64 loss of attention_out): the backward
+    # is the derivative of what the forward computes, within the forward's rounding to float16 (a few rows, so that
+    # the rounding of the outputs, about 0.01 in the loss, stays well below what a step of 1/4 moves it).
+    q, k, v = problem(torch.float16, 15, [8], [6])
+    q, k, v = q * 0.25, k * 0.25, v  # moderate logits: the loss is smooth over the steps below
+    dy = torch.randn(8, HEADS, DIM_V, dtype=torch.float64, generator=torch.Generator().manual_seed(16))
+
+    def loss(q_, k_, v_):
+        out = pa.nsa_compress_attention(q_, k_, v_, 0.125, HEADS, 32, 16, 64, 1)[0]
+        return float((out.double() * dy).sum())
+
+    inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = pa.nsa_compress_attention(*inputs, 0.125, HEADS, 32, 16, 64, 1)[0]
+    out.backward(dy.to(torch.float16))
+    g = torch.Generator().manual_seed(17)
+    for which in range(3):
+        grad = inputs[which].grad
+        largest = float(grad.abs().max())
+        # The two largest components (where a wrong factor shows most) and two random ones.
+        flat = grad.abs().float().flatten().topk(2).indices.tolist()
+        flat += torch.randint(0, grad.numel(), (2,), generator=g).tolist()
+        for position in flat:
+            index = tuple(int(i) for i in np.unravel_index(position, tuple(grad.shape)))
+            step = 0.25
+            plus, minus = [t.detach().clone() for t in (q, k, v)], [t.detach().clone() for t in (q, k, v)]
+            plus[which][index] += step
+            minus[which][index] -= step
+            difference = (loss(*plus) - loss(*minus)) / (plus[which][index] - minus[which][index]).double()
+            analytic = float(grad[index])
+            assert abs(analytic - float(difference)) <= 0.1 * abs(analytic) + 0.03 * largest, (
+                which, index, analytic, float(difference), largest)
+
+
+def test_the_torch_library_op_and_its_autograd():
     q, k, v = problem(torch.float16, 8, [32], [7])
     inputs = [t.clone().requires_grad_() for t in (q, k, v)]
     results = pa.nsa_compress_attention(*inputs, 0.125, HEADS, 32, 16, 64, 2)
-    assert not any(t.requires_grad for t in results)  # no backward yet
     op = torch.ops.portable_aclnn.nsa_compress_attention
     with torch.no_grad():
         assert all(torch.equal(a, b) for a, b in zip(op(q, k, v, 0.125, HEADS, 32, 16, 64, 2), results))
     meta = op(q.to("meta"), k.to("meta"), v.to("meta"), 0.125, HEADS, 32, 16, 64, 2)
     assert [tuple(t.shape) for t in meta] == [(32, HEADS, DIM_V), (32, HEADS, 8), (32, HEADS, 8), (32, KV_HEADS, 2)]
     assert [t.dtype for t in meta] == [torch.float16, torch.float32, torch.float32, torch.int32]
+    # The dispatcher's autograd gives the public function's gradients.
+    grad = torch.randn(32, HEADS, DIM_V, generator=torch.Generator().manual_seed(18)).to(torch.float16)
+    results[0].backward(grad)
+    again = [t.clone().requires_grad_() for t in (q, k, v)]
+    op(*again, 0.125, HEADS, 32, 16, 64, 2)[0].backward(grad)
+    assert all(torch.equal(a.grad, b.grad) for a, b in zip(inputs, again))
+    # The backward function itself, from the forward's outputs.
+    dq, dk, dv = nsa_compress_attention_backward(grad, q, k, v, results[0].detach(), results[1], results[2], 0.125,
+                                                 HEADS)
+    assert torch.equal(dq, inputs[0].grad) and torch.equal(dk, inputs[1].grad) and torch.equal(dv, inputs[2].grad)
 
 
 def test_bad_arguments_name_the_parameter():
