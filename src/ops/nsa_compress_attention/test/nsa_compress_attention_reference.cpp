@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
 
 namespace ref {
 
@@ -115,6 +117,56 @@ NsaCompressAttentionResult NsaCompressAttentionForward(const double* query, cons
     }
   }
   return res;
+}
+
+SelectionCheck CheckSelection(const NsaCompressAttentionShape& s, const NsaCompressAttentionResult& expected,
+                              const std::vector<double>& score_bound, const std::vector<double>& topk) {
+  const int64_t n2 = s.kv_heads, count = s.select_count, max_sel = s.MaxSelectBlocks();
+  SelectionCheck check;
+  for (int64_t b = 0; b < s.Batch(); ++b) {
+    for (int64_t t = s.QStart(b); t < s.q_ends[static_cast<size_t>(b)]; ++t) {
+      for (int64_t h = 0; h < n2; ++h) {
+        const size_t row = static_cast<size_t>((t * n2 + h) * max_sel);
+        std::vector<double> best;  // the candidates' scores, best first
+        double largest_bound = 0.0;
+        for (int64_t j = 0; j < s.SelectBlocks(b); ++j) {
+          if (!expected.candidate[row + static_cast<size_t>(j)]) continue;
+          best.push_back(expected.block_score[row + static_cast<size_t>(j)]);
+          largest_bound = std::max(largest_bound, score_bound[row + static_cast<size_t>(j)]);
+        }
+        std::sort(best.begin(), best.end(), std::greater<double>());
+        std::vector<int64_t> seen;
+        for (int64_t slot = 0; slot < count; ++slot) {
+          const double actual = topk[static_cast<size_t>((t * n2 + h) * count + slot)];
+          const auto block = static_cast<int64_t>(actual);
+          std::string problem;
+          if (slot >= static_cast<int64_t>(best.size())) {
+            if (actual != -1.0) problem = "expected -1 (fewer candidates than slots)";
+          } else if (actual != static_cast<double>(block) || block < 0 || block >= s.SelectBlocks(b) ||
+                     !expected.candidate[row + static_cast<size_t>(block)]) {
+            problem = "not a candidate block";
+          } else if (std::find(seen.begin(), seen.end(), block) != seen.end()) {
+            problem = "repeated";
+          } else {
+            const size_t j = row + static_cast<size_t>(block);
+            const double gap = std::fabs(expected.block_score[j] - best[static_cast<size_t>(slot)]);
+            check.max_gap = std::max(check.max_gap, gap);
+            if (gap > score_bound[j] + largest_bound) {
+              problem = "score " + std::to_string(expected.block_score[j]) + ", but the slot's best is " +
+                        std::to_string(best[static_cast<size_t>(slot)]);
+            }
+            seen.push_back(block);
+          }
+          if (problem.empty()) continue;
+          if (check.problems++ < 10) {
+            check.messages.push_back("topkIndices[" + std::to_string(t) + ", " + std::to_string(h) + ", " +
+                                     std::to_string(slot) + "] = " + std::to_string(actual) + ": " + problem);
+          }
+        }
+      }
+    }
+  }
+  return check;
 }
 
 }  // namespace ref

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ref {
@@ -54,6 +55,19 @@ struct NsaCompressAttentionResult {
 // Dense row-major float64 arrays: query (T1, N1, Dqk), key (T2, N2, Dqk), value (T2, N2, Dv).
 NsaCompressAttentionResult NsaCompressAttentionForward(const double* query, const double* key, const double* value,
                                                        const NsaCompressAttentionShape& s);
+
+// A selection (topkIndices, (T1, N2, select_count), as doubles) checked against the reference's scores, for the
+// operator tests and the demo: every slot holds a distinct candidate block, -1 exactly where fewer blocks are
+// candidates than slots, and slot k's block scores within `allowed` of the k-th best candidate score, where
+// allowed = score_bound[block] + the largest score_bound among the row's candidates (score_bound: (T1, N2, max S_b),
+// a bound on the operator's error in each score; the fp32 scores may order near-ties differently).
+struct SelectionCheck {
+  double max_gap = 0;                 // the largest |score of the chosen block - the slot's best score|
+  int64_t problems = 0;               // slots that break a rule
+  std::vector<std::string> messages;  // the first ten of them: "topkIndices[t, h, slot] = x: what"
+};
+SelectionCheck CheckSelection(const NsaCompressAttentionShape& s, const NsaCompressAttentionResult& expected,
+                              const std::vector<double>& score_bound, const std::vector<double>& topk);
 
 }  // namespace ref
 

@@ -309,49 +309,9 @@ opcall::NsaCompressAttention Call(const Problem& p, const DeviceProblem& d) {
 
 // The selection of every (t, h) against the reference's scores and bounds (see the top comment).
 void ExpectSelection(const Problem& p, const Bounds& bounds, const std::vector<double>& topk) {
-  const ref::NsaCompressAttentionShape& s = p.s;
-  const int64_t n2 = s.kv_heads, count = s.select_count, max_sel = s.MaxSelectBlocks();
-  int reported = 0;
-  for (int64_t bi = 0; bi < s.Batch(); ++bi) {
-    for (int64_t t = s.QStart(bi); t < s.q_ends[static_cast<size_t>(bi)]; ++t) {
-      for (int64_t h = 0; h < n2; ++h) {
-        const size_t row = static_cast<size_t>((t * n2 + h) * max_sel);
-        std::vector<double> candidates;
-        double largest_bound = 0.0;
-        for (int64_t j = 0; j < s.SelectBlocks(bi); ++j) {
-          if (!p.expected.candidate[row + static_cast<size_t>(j)]) continue;
-          candidates.push_back(p.expected.block_score[row + static_cast<size_t>(j)]);
-          largest_bound = std::max(largest_bound, bounds.block_score[row + static_cast<size_t>(j)]);
-        }
-        std::sort(candidates.begin(), candidates.end(), std::greater<double>());
-        std::vector<int64_t> seen;
-        for (int64_t slot = 0; slot < count; ++slot) {
-          const double actual = topk[static_cast<size_t>((t * n2 + h) * count + slot)];
-          std::string problem;
-          if (slot >= static_cast<int64_t>(candidates.size())) {
-            if (actual != -1.0) problem = "expected -1 (fewer candidates than slots)";
-          } else if (actual < 0 || actual >= static_cast<double>(s.SelectBlocks(bi)) ||
-                     !p.expected.candidate[row + static_cast<size_t>(actual)]) {
-            problem = "not a candidate block";
-          } else if (std::find(seen.begin(), seen.end(), static_cast<int64_t>(actual)) != seen.end()) {
-            problem = "repeated";
-          } else {
-            const size_t j = row + static_cast<size_t>(actual);
-            const double gap = std::fabs(p.expected.block_score[j] - candidates[static_cast<size_t>(slot)]);
-            if (gap > bounds.block_score[j] + largest_bound) {
-              problem = "score " + std::to_string(p.expected.block_score[j]) + ", but the slot's best is " +
-                        std::to_string(candidates[static_cast<size_t>(slot)]);
-            }
-            seen.push_back(static_cast<int64_t>(actual));
-          }
-          if (!problem.empty() && reported++ < 10) {
-            ADD_FAILURE() << "topkIndices[" << t << ", " << h << ", " << slot << "] = " << actual << ": " << problem
-                          << " (" << ProblemName(p) << ")";
-          }
-        }
-      }
-    }
-  }
+  const ref::SelectionCheck check = ref::CheckSelection(p.s, p.expected, bounds.block_score, topk);
+  for (const std::string& message : check.messages) ADD_FAILURE() << message << " (" << ProblemName(p) << ")";
+  EXPECT_EQ(check.problems, 0) << ProblemName(p);
 }
 
 void RunAndCheck(const Problem& p, const Layouts& layouts) {
