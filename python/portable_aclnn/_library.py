@@ -83,6 +83,7 @@ _SIGNATURES = {
     "aclrtMalloc": ("ascendcl", ctypes.c_int, [_pp, ctypes.c_size_t, ctypes.c_int]),
     "aclrtFree": ("ascendcl", ctypes.c_int, [_p]),
     "aclGetRecentErrMsg": ("ascendcl", ctypes.c_char_p, []),
+    "paclSetNumThreads": ("nnopbase", ctypes.c_int, [ctypes.c_int32]),
     # Made and destroyed three to nine times a call: no argtypes (their conversions cost more than the C calls), so
     # _tensors.py passes every argument as its exact ctypes type (see _tensors._create), and the handle comes back as
     # a TensorHandle (a c_void_p subclass: ctypes does not turn it into an int, so it passes back as a pointer).
@@ -167,7 +168,11 @@ class _Api:
         # build). Unset, ACLNN_DEVICE means "auto", the GPUs alone where there are any. A value the program set is
         # left alone.
         os.environ.setdefault("ACLNN_DEVICE", "cuda,cpu")
+        chosen = os.environ.get("ACLNN_NUM_THREADS")
+        self._threads_from_user = chosen is not None and os.environ.get(_THREADS_MARK) != chosen
         self.num_threads = _follow_torch_threads()
+        torch = sys.modules.get("torch")
+        self._torch_threads_seen = torch.get_num_threads() if hasattr(torch, "get_num_threads") else None
         loaded = {name: _load(name) for name in LIBRARIES}
         self.library_paths = {name: path for name, (_, path) in loaded.items()}
         signatures, operators = _signatures()
@@ -221,6 +226,26 @@ class _Api:
             raise AclnnError(op + "GetWorkspaceSize", status, self.recent_error())
         return workspace_size.value, executor
 
+    def follow_torch_threads(self):
+        """Before each CPU call: a PyTorch thread count that changed since the last call (torch.set_num_threads, or
+        PyTorch imported since, with its count set) becomes the kernels' (paclSetNumThreads), unless ACLNN_NUM_THREADS
+        is the user's (docs/python.md, "Threads")."""
+        if self._threads_from_user:
+            return
+        get_num_threads = getattr(sys.modules.get("torch"), "get_num_threads", None)
+        if get_num_threads is None:
+            return
+        count = get_num_threads()
+        if count == self._torch_threads_seen:
+            return
+        first_sight = self._torch_threads_seen is None
+        self._torch_threads_seen = count
+        if first_sight and torch_thread_count() is None:
+            return  # PyTorch imported after the first call, at its default: the C default stays
+        self.check("paclSetNumThreads", self.paclSetNumThreads(count))
+        self.num_threads = count
+        os.environ["ACLNN_NUM_THREADS"] = os.environ[_THREADS_MARK] = str(count)
+
     def run(self, op, operands, *phase1_args):
         """One call, on the device of its arrays (operands: the _tensors.Operands that made phase1_args' tensors):
         the CPU device for host memory, else the CUDA device of the call's tensors."""
@@ -231,6 +256,7 @@ class _Api:
         if cpu is None:
             raise ValueError(f"{op}: host memory needs the CPU device, and this process's devices have none "
                              f"(ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}; the package's default is cuda,cpu)")
+        self.follow_torch_threads()
         # CANN's sequence: phase 1, a workspace from aclrtMalloc, phase 2, synchronise, free.
         status = self.aclrtSetCurrentContext(cpu.context)
         if status != ACL_SUCCESS:

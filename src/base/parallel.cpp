@@ -16,7 +16,9 @@
 // already running on other threads complete.
 #include "pacl/parallel.h"
 
+#include "pacl/error.h"
 #include "pacl/runtime.h"
+#include "portable_aclnn/threads.h"
 
 #include <omp.h>
 #include <sched.h>
@@ -103,9 +105,15 @@ void RunChunksSerially(int64_t total, int64_t chunk_size, int64_t num_chunks,
 
 }  // namespace
 
+namespace {
+std::atomic<int> g_set_num_threads{0};  // paclSetNumThreads' count; 0: the default
+}  // namespace
+
 int NumThreads() {
-  static const int num_threads = ComputeNumThreads();
-  return num_threads;
+  const int set = g_set_num_threads.load(std::memory_order_relaxed);
+  if (set > 0) return set;
+  static const int default_num_threads = ComputeNumThreads();
+  return default_num_threads;
 }
 
 void ParallelFor(int64_t total, int64_t chunk_size, const std::function<void(int64_t begin, int64_t end)>& body) {
@@ -154,3 +162,27 @@ void ParallelFor(int64_t total, int64_t chunk_size, const std::function<void(int
 }
 
 }  // namespace pacl
+
+extern "C" {
+
+aclError paclSetNumThreads(int32_t numThreads) {
+  if (numThreads < 0 || numThreads > pacl::kMaxThreadsFromEnvironment) {
+    pacl::SetRecentErrorMessage(pacl::StrFormat(
+        "paclSetNumThreads: numThreads %d must be in [1, %d], or 0 for the default", static_cast<int>(numThreads),
+        pacl::kMaxThreadsFromEnvironment));
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  pacl::g_set_num_threads.store(numThreads, std::memory_order_relaxed);
+  return ACL_SUCCESS;
+}
+
+aclError paclGetNumThreads(int32_t* numThreads) {
+  if (numThreads == nullptr) {
+    pacl::SetRecentErrorMessage("paclGetNumThreads: numThreads must not be null");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  *numThreads = pacl::NumThreads();
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

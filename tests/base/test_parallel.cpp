@@ -26,7 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include "acl/acl.h"
 #include "pacl/parallel.h"
+#include "portable_aclnn/threads.h"
 #include "self_command.h"
 
 extern char** environ;
@@ -173,6 +175,41 @@ TEST(ParallelForTest, UsesSeveralThreadsWhenAvailable) {
   });
   EXPECT_FALSE(timed_out.load());
   EXPECT_EQ(entered.size(), 2u);
+}
+
+// paclSetNumThreads (include/portable_aclnn/threads.h): the count of the calls that follow, 0 back to the default.
+TEST(ParallelForTest, PaclSetNumThreadsSetsTheCountOfLaterCalls) {
+  const int default_count = pacl::NumThreads();
+  auto threads_used = [] {  // distinct threads that run 32 chunks of 1 ms each
+    std::mutex mutex;
+    std::set<std::thread::id> used;
+    pacl::ParallelFor(32, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::lock_guard<std::mutex> lock(mutex);
+      used.insert(std::this_thread::get_id());
+    });
+    return used;
+  };
+  ASSERT_EQ(paclSetNumThreads(3), ACL_SUCCESS);
+  int32_t count = 0;
+  ASSERT_EQ(paclGetNumThreads(&count), ACL_SUCCESS);
+  EXPECT_EQ(count, 3);
+  EXPECT_EQ(pacl::NumThreads(), 3);
+  EXPECT_LE(threads_used().size(), 3u);
+  ASSERT_EQ(paclSetNumThreads(1), ACL_SUCCESS);
+  EXPECT_EQ(threads_used(), std::set<std::thread::id>{std::this_thread::get_id()});  // serial, on the caller
+  ASSERT_EQ(paclSetNumThreads(0), ACL_SUCCESS);
+  ASSERT_EQ(paclGetNumThreads(&count), ACL_SUCCESS);
+  EXPECT_EQ(count, default_count);
+  // Out of range, or no output: ACL_ERROR_INVALID_PARAM with the rule, and the count unchanged.
+  for (int32_t bad : {-1, 1025}) {
+    EXPECT_EQ(paclSetNumThreads(bad), ACL_ERROR_INVALID_PARAM);
+    EXPECT_EQ(std::string(aclGetRecentErrMsg()), "paclSetNumThreads: numThreads " + std::to_string(bad) +
+                                                     " must be in [1, 1024], or 0 for the default");
+  }
+  EXPECT_EQ(paclGetNumThreads(nullptr), ACL_ERROR_INVALID_PARAM);
+  EXPECT_STREQ(aclGetRecentErrMsg(), "paclGetNumThreads: numThreads must not be null");
+  EXPECT_EQ(pacl::NumThreads(), default_count);
 }
 
 TEST(ParallelForTest, SingleChunkRunsOnTheCallingThread) {

@@ -77,3 +77,31 @@ def test_torch_set_num_threads_and_aclnn_num_threads(tmp_path):
     assert run("-") == ["None", "None"]
     assert run(str(other), ACLNN_NUM_THREADS="3") == ["3", "3"]
     assert run("-", ACLNN_NUM_THREADS="5", PORTABLE_ACLNN_NUM_THREADS_FROM_TORCH="5") == ["None", "None"]
+
+
+def test_torch_set_num_threads_after_the_first_call_is_followed():
+    # The kernels' count (paclGetNumThreads) follows torch.set_num_threads between calls, unless ACLNN_NUM_THREADS
+    # is the user's.
+    code = ("import ctypes, sys, torch, numpy as np, portable_aclnn as pa\n"
+            "from portable_aclnn._library import api\n"
+            "def kernels():\n"
+            "    count = ctypes.c_int32(0)\n"
+            "    get = ctypes.CDLL(api().library_paths['nnopbase']).paclGetNumThreads\n"
+            "    assert get(ctypes.byref(count)) == 0\n"
+            "    return count.value\n"
+            "x = np.zeros((1, 1, 2, 4), np.float32)\n"
+            "pa.scaled_masked_softmax(x, None)\n"
+            "before = (api().num_threads, kernels())\n"
+            "torch.set_num_threads(int(sys.argv[1]))\n"
+            "pa.scaled_masked_softmax(x, None)\n"
+            "print(before[0], before[1], api().num_threads, kernels())\n")
+
+    def run(count, **extra):
+        result = subprocess.run([sys.executable, "-c", code, str(count)], env=clean_environment(**extra),
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()
+
+    cpus = len(os.sched_getaffinity(0))
+    assert run(3) == ["None", str(cpus), "3", "3"]
+    assert run(3, ACLNN_NUM_THREADS="2") == ["2", "2", "2", "2"]

@@ -9,8 +9,9 @@
 
 namespace pacl {
 
-// Worker threads used by ParallelFor: ACLNN_NUM_THREADS when it is set to an integer in [1, 1024], else the
-// number of CPUs this process may run on (its affinity mask). Read once per process.
+// Worker threads used by ParallelFor: the count paclSetNumThreads set (include/portable_aclnn/threads.h), else
+// ACLNN_NUM_THREADS when it is set to an integer in [1, 1024], else the number of CPUs this process may run on (its
+// affinity mask); the last two read once per process.
 PACL_INTERNAL_API int NumThreads();
 
 // Calls body(begin, end) for every chunk [k*chunk_size, min((k+1)*chunk_size, total)) of [0, total).
