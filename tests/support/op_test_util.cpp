@@ -268,6 +268,20 @@ int64_t NumElements(const std::vector<int64_t>& shape) {
   return count;
 }
 
+std::vector<int64_t> CumulativeEnds(const std::vector<int64_t>& lengths) {
+  std::vector<int64_t> ends;
+  int64_t end = 0;
+  for (int64_t length : lengths) ends.push_back(end += length);
+  return ends;
+}
+
+std::vector<double> RepeatEach(const std::vector<double>& values, int64_t times) {
+  std::vector<double> repeated;
+  repeated.reserve(values.size() * static_cast<size_t>(times));
+  for (double v : values) repeated.insert(repeated.end(), static_cast<size_t>(times), v);
+  return repeated;
+}
+
 std::string ShapeString(const std::vector<int64_t>& shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -62,6 +62,10 @@ int64_t NumElements(const std::vector<int64_t>& shape);
 std::string ShapeString(const std::vector<int64_t>& shape);
 // Row-major strides of a dense tensor of this shape.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
+// Cumulative ends of consecutive lengths (the NSA operators' actual-length arrays): {3, 0, 5} -> {3, 3, 8}.
+std::vector<int64_t> CumulativeEnds(const std::vector<int64_t>& lengths);
+// Each value `times` times over (the NSA statistics' 8 lanes per row).
+std::vector<double> RepeatEach(const std::vector<double>& values, int64_t times);
 
 // A uniform double in [lo, hi) from the top 53 bits of one draw, and a uniform integer in [lo, hi] (hi - lo below
 // 2^32): the same numbers on every platform and standard library (std::uniform_*_distribution's algorithms are each

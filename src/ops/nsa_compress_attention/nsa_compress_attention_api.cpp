@@ -12,6 +12,7 @@
 
 #include "aclnnop/aclnn_nsa_compress_attention.h"
 #include "nsa_compress_attention/nsa_compress_attention_params.h"
+#include "nsa_selected_attention/nsa_sequence_ends.h"
 #include "pacl/op_glue.h"
 #include "pacl/tensor.h"
 #include "pacl/tensor_objects.h"
@@ -129,22 +130,8 @@ bool CheckInputs(OpChecker& check, const TensorDesc& query, const TensorDesc& ke
   return true;
 }
 
-// One actual-length array: cumulative sequence ends (a leading 0 is an empty first sequence), non-decreasing; the
-// last equal to `tokens` when tokens >= 0.
-bool CheckEnds(OpChecker& check, const std::vector<int64_t>& ends, const char* param, const char* tensors,
-               int64_t tokens) {
-  int64_t start = 0;
-  for (size_t i = 0; i < ends.size(); ++i) {
-    if (!check.Check(ends[i] >= start,
-                     "%s must hold non-decreasing cumulative sequence ends from 0, got %s[%zu] = %lld after %lld",
-                     param, param, i, LL(ends[i]), LL(start))) {
-      return false;
-    }
-    start = ends[i];
-  }
-  return tokens < 0 || check.Check(start == tokens, "the last entry of %s must equal T of %s (dim 0) = %lld, got %lld",
-                                   param, tensors, LL(tokens), LL(start));
-}
+using nsa_sequence_ends::CheckEnds;
+constexpr int64_t kNoLimit = -1;  // CheckEnds: no sequence length limit (checked below), or no T to match
 
 // The three actual-length arrays (host data, read here): one entry per sequence each, the same count; each
 // compressed key/value sequence at most 14000 tokens; its select-block count ceil(CmpS_kv / (l' / d)), at least
@@ -159,9 +146,9 @@ bool ListSequences(OpChecker& check, const aclIntArray& q_array, const aclIntArr
                    "actualSeqQLenOptional, actualCmpSeqKvLenOptional and actualSelSeqKvLenOptional must have the same "
                    "length (the batch size), got %zu, %zu and %zu",
                    q_ends.size(), cmp_ends.size(), sel_ends.size()) ||
-      !CheckEnds(check, q_ends, "actualSeqQLenOptional", "query", s.q_tokens) ||
-      !CheckEnds(check, cmp_ends, "actualCmpSeqKvLenOptional", "key and value", s.kv_tokens) ||
-      !CheckEnds(check, sel_ends, "actualSelSeqKvLenOptional", "", -1)) {
+      !CheckEnds(check, q_ends, "actualSeqQLenOptional", "query", s.q_tokens, kNoLimit) ||
+      !CheckEnds(check, cmp_ends, "actualCmpSeqKvLenOptional", "key and value", s.kv_tokens, kNoLimit) ||
+      !CheckEnds(check, sel_ends, "actualSelSeqKvLenOptional", "", kNoLimit, kNoLimit)) {
     return false;
   }
   Sequence seq;

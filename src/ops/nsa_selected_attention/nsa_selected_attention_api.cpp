@@ -13,6 +13,7 @@
 #include "aclnnop/aclnn_nsa_selected_attention.h"
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
 #include "nsa_selected_attention/nsa_selected_attention_params.h"
+#include "nsa_selected_attention/nsa_sequence_ends.h"
 #include "pacl/op_glue.h"
 #include "pacl/tensor.h"
 #include "pacl/tensor_objects.h"
@@ -129,25 +130,7 @@ bool CheckAttributesAndInputs(OpChecker& check, const TensorDesc& query, const T
   return true;
 }
 
-// One actual-length array: cumulative sequence ends (a leading 0 is an empty first sequence), non-decreasing, the
-// last equal to T of its tensors; each length within the documents' range.
-bool CheckEnds(OpChecker& check, const std::vector<int64_t>& ends, const char* param, const char* tensors,
-               int64_t tokens) {
-  int64_t start = 0;
-  for (size_t i = 0; i < ends.size(); ++i) {
-    if (!check.Check(ends[i] >= start,
-                     "%s must hold non-decreasing cumulative sequence ends from 0, got %s[%zu] = %lld after %lld",
-                     param, param, i, LL(ends[i]), LL(start)) ||
-        !check.Check(ends[i] - start <= kMaxSequenceLength,
-                     "%s: sequence %zu has %lld tokens (%s[%zu] - %lld), more than 128K (131072)", param, i,
-                     LL(ends[i] - start), param, i, LL(start))) {
-      return false;
-    }
-    start = ends[i];
-  }
-  return check.Check(start == tokens, "the last entry of %s must equal T of %s (dim 0) = %lld, got %lld", param,
-                     tensors, LL(tokens), LL(start));
-}
+using nsa_sequence_ends::CheckEnds;
 
 // The actual-length arrays (host data, read here): one entry per sequence each, the same count (the batch size),
 // every key/value sequence a multiple of selectedBlockSize long and at least selectedBlockSize * selectedBlockCount.
@@ -163,8 +146,8 @@ bool ListSequences(OpChecker& check, const aclIntArray& q_ends_array, const aclI
                    "actualSeqQLenOptional and actualSeqKvLenOptional must have the same length (the batch size), got "
                    "%zu and %zu",
                    q_ends.size(), kv_ends.size()) ||
-      !CheckEnds(check, q_ends, "actualSeqQLenOptional", "query", s.q_tokens) ||
-      !CheckEnds(check, kv_ends, "actualSeqKvLenOptional", "key and value", s.kv_tokens)) {
+      !CheckEnds(check, q_ends, "actualSeqQLenOptional", "query", s.q_tokens, kMaxSequenceLength) ||
+      !CheckEnds(check, kv_ends, "actualSeqKvLenOptional", "key and value", s.kv_tokens, kMaxSequenceLength)) {
     return false;
   }
   const int64_t selected = s.block_size * s.block_count;

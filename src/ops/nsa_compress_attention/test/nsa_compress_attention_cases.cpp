@@ -22,19 +22,6 @@ namespace {
 
 constexpr int64_t kLanes = 8;  // the statistics' last dim
 
-std::vector<int64_t> Cumulative(const std::vector<int64_t>& lengths) {
-  std::vector<int64_t> ends;
-  int64_t end = 0;
-  for (int64_t length : lengths) ends.push_back(end += length);
-  return ends;
-}
-
-std::vector<double> EightLanes(const std::vector<double>& rows) {
-  std::vector<double> lanes;
-  for (double v : rows) lanes.insert(lanes.end(), kLanes, v);
-  return lanes;
-}
-
 std::unique_ptr<OpCase> MakeForward(aclDataType dtype, uint64_t seed, int variant, CaseSize size) {
   std::mt19937_64 rng(seed);
   const bool small = size == CaseSize::kSmall;
@@ -54,8 +41,8 @@ std::unique_ptr<OpCase> MakeForward(aclDataType dtype, uint64_t seed, int varian
   // in the larger size.
   const std::vector<int64_t> q_lengths = small ? std::vector<int64_t>{9, 0, 1} : std::vector<int64_t>{40, 1, 0, 30};
   const std::vector<int64_t> cmp_lengths = small ? std::vector<int64_t>{5, 8, 4} : std::vector<int64_t>{13, 6, 4, 20};
-  s.q_ends = Cumulative(q_lengths);
-  s.cmp_ends = Cumulative(cmp_lengths);
+  s.q_ends = optest::CumulativeEnds(q_lengths);
+  s.cmp_ends = optest::CumulativeEnds(cmp_lengths);
   const int64_t t1 = s.QTokens(), t2 = s.KvTokens(), rows = s.MaxQLength();
   if (atten_mask) s.atten_mask.assign(static_cast<size_t>(rows * s.MaxKvLength()), 0);
   if (topk_mask) {
@@ -94,7 +81,7 @@ std::unique_ptr<OpCase> MakeForward(aclDataType dtype, uint64_t seed, int varian
   for (size_t i = 0; i < s.topk_mask.size(); ++i) topk_mask_values[i] = s.topk_mask[i];
   inputs->tensors.emplace_back(std::vector<int64_t>{rows, s.MaxSelectBlocks()}, ACL_BOOL, optest::Layout::kContiguous,
                                topk_mask_values);
-  inputs->expected = {EightLanes(result.max), EightLanes(result.sum), result.out,
+  inputs->expected = {optest::RepeatEach(result.max, kLanes), optest::RepeatEach(result.sum, kLanes), result.out,
                       std::vector<double>(result.topk.begin(), result.topk.end())};
   const double scale = s.scale;
   const int64_t heads = s.q_heads, l = s.compress_block_size, d = s.compress_stride, l_select = s.select_block_size;

@@ -81,13 +81,6 @@ struct Problem {
   std::vector<int64_t> TopkMaskShape() const { return {s.MaxQLength(), s.MaxSelectBlocks()}; }
 };
 
-std::vector<int64_t> Cumulative(const std::vector<int64_t>& lengths) {
-  std::vector<int64_t> ends;
-  int64_t end = 0;
-  for (int64_t length : lengths) ends.push_back(end += length);
-  return ends;
-}
-
 std::string ProblemName(const Problem& p) {
   std::string name = "q ends [";
   for (size_t i = 0; i < p.s.q_ends.size(); ++i) name += (i > 0 ? ", " : "") + std::to_string(p.s.q_ends[i]);
@@ -141,8 +134,8 @@ Problem MakeProblem(const Geometry& g, const std::vector<int64_t>& q_lengths, co
   p.s.select_block_size = g.select_block;
   p.s.select_count = g.select_count;
   p.s.scale = FloatScale(1.0 / std::sqrt(static_cast<double>(g.dim_qk)));
-  p.s.q_ends = Cumulative(q_lengths);
-  p.s.cmp_ends = Cumulative(cmp_lengths);
+  p.s.q_ends = optest::CumulativeEnds(q_lengths);
+  p.s.cmp_ends = optest::CumulativeEnds(cmp_lengths);
   p.masks = masks;
   p.dtype = dtype;
   FillMasks(rng, &p);
@@ -154,12 +147,6 @@ Problem MakeProblem(const Geometry& g, const std::vector<int64_t>& q_lengths, co
 }
 
 // Each row's statistic repeated over the 8 lanes of the tensors.
-std::vector<double> EightLanes(const std::vector<double>& rows) {
-  std::vector<double> lanes;
-  for (double v : rows) lanes.insert(lanes.end(), kStatLanes, v);
-  return lanes;
-}
-
 // ------------------------------------------------------------------------------------------------------------
 // Error bounds of the kernel's fp32 arithmetic (see the top comment). A dot product of n terms in the canonical order
 // (16 partial sums, a tree of 4 levels) errs by at most (n / 16 + 4) u sum |terms|; (n / 16 + 6) u is used. A sum of
@@ -320,8 +307,10 @@ void RunAndCheck(const Problem& p, const Layouts& layouts) {
   ASSERT_EQ(opcall::Run(Call(p, d), nullptr), ACLNN_SUCCESS) << optest::RecentErrorMessage();
   const Bounds bounds = ErrorBounds(p);
   ExpectClose("attentionOut", d.out.Read(), p.expected.out, bounds.out, p.dtype);
-  ExpectClose("softmaxMax", d.max.Read(), EightLanes(p.expected.max), EightLanes(bounds.max), ACL_FLOAT);
-  ExpectClose("softmaxSum", d.sum.Read(), EightLanes(p.expected.sum), EightLanes(bounds.sum), ACL_FLOAT);
+  ExpectClose("softmaxMax", d.max.Read(), optest::RepeatEach(p.expected.max, kStatLanes),
+              optest::RepeatEach(bounds.max, kStatLanes), ACL_FLOAT);
+  ExpectClose("softmaxSum", d.sum.Read(), optest::RepeatEach(p.expected.sum, kStatLanes),
+              optest::RepeatEach(bounds.sum, kStatLanes), ACL_FLOAT);
   ExpectSelection(p, bounds, d.topk.Read());
   ExpectGuardsIntact({&d.query, &d.key, &d.value, &d.atten_mask, &d.topk_mask, &d.max, &d.sum, &d.out, &d.topk});
 }

@@ -17,19 +17,6 @@ namespace {
 
 constexpr int64_t kLanes = 8;  // the statistics' last dim
 
-std::vector<int64_t> Cumulative(const std::vector<int64_t>& lengths) {
-  std::vector<int64_t> ends;
-  int64_t end = 0;
-  for (int64_t length : lengths) ends.push_back(end += length);
-  return ends;
-}
-
-std::vector<double> EightLanes(const std::vector<double>& rows) {
-  std::vector<double> lanes;
-  for (double v : rows) lanes.insert(lanes.end(), kLanes, v);
-  return lanes;
-}
-
 std::unique_ptr<OpCase> MakeNsaSelectedCase(bool backward, aclDataType dtype, uint64_t seed, int variant,
                                             CaseSize size) {
   std::mt19937_64 rng(seed);
@@ -50,8 +37,8 @@ std::unique_ptr<OpCase> MakeNsaSelectedCase(bool backward, aclDataType dtype, ui
   const std::vector<int64_t> q_lengths = small ? std::vector<int64_t>{9, 0, 5} : std::vector<int64_t>{70, 1, 0, 40};
   const std::vector<int64_t> kv_lengths =
       small ? std::vector<int64_t>{32, 48, 32} : std::vector<int64_t>{128, 64, 64, 96};
-  s.q_ends = Cumulative(q_lengths);
-  s.kv_ends = Cumulative(kv_lengths);
+  s.q_ends = optest::CumulativeEnds(q_lengths);
+  s.kv_ends = optest::CumulativeEnds(kv_lengths);
   const int64_t t1 = s.QTokens(), t2 = s.KvTokens();
   const std::vector<int64_t> q_shape = {t1, s.q_heads, s.dim_qk}, k_shape = {t2, s.kv_heads, s.dim_qk};
   const std::vector<int64_t> v_shape = {t2, s.kv_heads, s.dim_v}, topk_shape = {t1, s.kv_heads, s.block_count};
@@ -92,7 +79,7 @@ std::unique_ptr<OpCase> MakeNsaSelectedCase(bool backward, aclDataType dtype, ui
   const double scale = s.scale;
   const int64_t heads = s.q_heads, block_size = s.block_size, block_count = s.block_count;
   if (!backward) {
-    inputs->expected = {EightLanes(max), EightLanes(sum), out};
+    inputs->expected = {optest::RepeatEach(max, kLanes), optest::RepeatEach(sum, kLanes), out};
     return std::make_unique<OpCase>(
         CaseName(opcall::NsaSelectedAttention::Info(), dtype, variant), std::move(inputs),
         std::vector<OutputSpec>{{stat_shape, ACL_FLOAT, LayoutFor(variant, 4)},
@@ -128,8 +115,8 @@ std::unique_ptr<OpCase> MakeNsaSelectedCase(bool backward, aclDataType dtype, ui
                                     given_max.data(), given_sum.data(), topk, s, dq.data(), dk.data(), dv.data());
   inputs->tensors.emplace_back(out_shape, dtype, LayoutFor(variant, 4), given_out);
   inputs->tensors.emplace_back(out_shape, dtype, LayoutFor(variant, 5), out_grad);
-  inputs->tensors.emplace_back(stat_shape, ACL_FLOAT, LayoutFor(variant, 6), EightLanes(given_max));
-  inputs->tensors.emplace_back(stat_shape, ACL_FLOAT, LayoutFor(variant, 7), EightLanes(given_sum));
+  inputs->tensors.emplace_back(stat_shape, ACL_FLOAT, LayoutFor(variant, 6), optest::RepeatEach(given_max, kLanes));
+  inputs->tensors.emplace_back(stat_shape, ACL_FLOAT, LayoutFor(variant, 7), optest::RepeatEach(given_sum, kLanes));
   inputs->expected = {dq, dk, dv};
   return std::make_unique<OpCase>(
       CaseName(opcall::NsaSelectedAttentionGrad::Info(), dtype, variant), std::move(inputs),

@@ -81,13 +81,6 @@ struct Problem {
   std::vector<int64_t> StatShape() const { return {T1(), s.q_heads, kStatLanes}; }
 };
 
-std::vector<int64_t> Cumulative(const std::vector<int64_t>& lengths) {
-  std::vector<int64_t> ends;
-  int64_t end = 0;
-  for (int64_t length : lengths) ends.push_back(end += length);
-  return ends;
-}
-
 std::string SequencesName(const Problem& p) {
   std::string name = "q ends [";
   for (size_t i = 0; i < p.s.q_ends.size() && i < 10; ++i) name += (i > 0 ? ", " : "") + std::to_string(p.s.q_ends[i]);
@@ -142,8 +135,8 @@ Problem MakeProblem(const Geometry& g, const std::vector<int64_t>& q_lengths, co
   p.s.block_count = g.block_count;
   p.s.causal = mode.Causal();
   p.s.scale = FloatScale(1.0 / std::sqrt(static_cast<double>(g.dim_qk)));
-  p.s.q_ends = Cumulative(q_lengths);
-  p.s.kv_ends = Cumulative(kv_lengths);
+  p.s.q_ends = optest::CumulativeEnds(q_lengths);
+  p.s.kv_ends = optest::CumulativeEnds(kv_lengths);
   p.mode = mode;
   p.dtype = dtype;
   p.query = optest::RandomValues(rng, optest::NumElements(p.QueryShape()), -value_range, value_range, dtype);
@@ -165,12 +158,6 @@ Problem MakeProblem(const Geometry& g, const std::vector<int64_t>& q_lengths, co
 }
 
 // Each row's statistic repeated over the 8 lanes of the tensors.
-std::vector<double> EightLanes(const std::vector<double>& rows) {
-  std::vector<double> lanes;
-  for (double v : rows) lanes.insert(lanes.end(), kStatLanes, v);
-  return lanes;
-}
-
 // Lane 0 of each row.
 std::vector<double> LaneZero(const std::vector<double>& lanes) {
   std::vector<double> rows;
@@ -392,8 +379,8 @@ struct DeviceInputs {
         topk(p.TopkShape(), ACL_INT32, layouts[kTopk], std::vector<double>(p.topk.begin(), p.topk.end())),
         out_grad(p.OutShape(), p.dtype, layouts[kOutGrad], p.out_grad),
         out(p.OutShape(), p.dtype, layouts[kOut], p.out),
-        max(p.StatShape(), ACL_FLOAT, layouts[kMax], EightLanes(p.max)),
-        sum(p.StatShape(), ACL_FLOAT, layouts[kSum], EightLanes(p.sum)),
+        max(p.StatShape(), ACL_FLOAT, layouts[kMax], optest::RepeatEach(p.max, kStatLanes)),
+        sum(p.StatShape(), ACL_FLOAT, layouts[kSum], optest::RepeatEach(p.sum, kStatLanes)),
         mask(std::vector<int64_t>{16, 16}, ACL_BOOL, Layout::kContiguous, std::vector<double>(256, 1.0)),
         q_ends(p.s.q_ends),
         kv_ends(p.s.kv_ends) {}
@@ -480,8 +467,10 @@ void ExpectForwardMatches(const Problem& p, const std::vector<double>& out, cons
   const ForwardResult expected = ReferenceForward(p);
   const Bounds bounds = ForwardBounds(p);
   ExpectClose("attentionOut", out, expected.out, bounds.out, p.dtype);
-  ExpectClose("softmaxMax", max_lanes, EightLanes(expected.max), EightLanes(bounds.max), ACL_FLOAT);
-  ExpectClose("softmaxSum", sum_lanes, EightLanes(expected.sum), EightLanes(bounds.sum), ACL_FLOAT);
+  ExpectClose("softmaxMax", max_lanes, optest::RepeatEach(expected.max, kStatLanes),
+              optest::RepeatEach(bounds.max, kStatLanes), ACL_FLOAT);
+  ExpectClose("softmaxSum", sum_lanes, optest::RepeatEach(expected.sum, kStatLanes),
+              optest::RepeatEach(bounds.sum, kStatLanes), ACL_FLOAT);
 }
 
 void ExpectBackwardMatches(const Problem& p, const std::vector<double>& dq, const std::vector<double>& dk,
@@ -608,8 +597,8 @@ void CheckLayouts(aclDataType dtype, bool forward) {
       SetForwardResults(&p);
       p.out = optest::AsStored(p.out, p.OutShape(), layouts[kOut]);
       p.out_grad = optest::AsStored(p.out_grad, p.OutShape(), layouts[kOutGrad]);
-      p.max = LaneZero(optest::AsStored(EightLanes(p.max), p.StatShape(), layouts[kMax]));
-      p.sum = LaneZero(optest::AsStored(EightLanes(p.sum), p.StatShape(), layouts[kSum]));
+      p.max = LaneZero(optest::AsStored(optest::RepeatEach(p.max, kStatLanes), p.StatShape(), layouts[kMax]));
+      p.sum = LaneZero(optest::AsStored(optest::RepeatEach(p.sum, kStatLanes), p.StatShape(), layouts[kSum]));
       if (forward) {
         CheckForward(p, layouts);
       } else {
@@ -791,14 +780,15 @@ TEST(NsaSelectedAttentionSample, HandComputedValues) {
     DeviceInputs d(p, AllLayouts(Layout::kContiguous));
     ForwardOutputs f(p, AllLayouts(Layout::kContiguous));
     ASSERT_EQ(opcall::Run(ForwardCall(p, d, f), nullptr), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-    EXPECT_EQ(f.max.Read(), EightLanes(max));
-    EXPECT_EQ(f.sum.Read(), EightLanes(sum));
+    EXPECT_EQ(f.max.Read(), optest::RepeatEach(max, kStatLanes));
+    EXPECT_EQ(f.sum.Read(), optest::RepeatEach(sum, kStatLanes));
     const std::vector<double> actual_out = f.out.Read();
     for (size_t i = 0; i < out.size(); ++i) {
       ASSERT_NEAR(actual_out[i], out[i], optest::UlpOf(out[i], p.dtype) + 1e-6) << "attentionOut element " << i;
     }
 
-    std::vector<double> junk_lanes_max = EightLanes(max), junk_lanes_sum = EightLanes(sum);
+    std::vector<double> junk_lanes_max = optest::RepeatEach(max, kStatLanes),
+                        junk_lanes_sum = optest::RepeatEach(sum, kStatLanes);
     for (size_t i = 0; i < junk_lanes_max.size(); ++i) {
       if (i % kStatLanes != 0) junk_lanes_max[i] = junk_lanes_sum[i] = 1e30;
     }
@@ -1040,8 +1030,8 @@ TEST(NsaSelectedAttentionExecutor, RepeatableExecutorsRunAgainOnNewData) {
     d.topk.Write(std::vector<double>(p->topk.begin(), p->topk.end()));
     d.out.Write(p->out);
     d.out_grad.Write(p->out_grad);
-    d.max.Write(EightLanes(p->max));
-    d.sum.Write(EightLanes(p->sum));
+    d.max.Write(optest::RepeatEach(p->max, kStatLanes));
+    d.sum.Write(optest::RepeatEach(p->sum, kStatLanes));
     ASSERT_EQ(opcall::RunPhase2(aclnnNsaSelectedAttention, forward_size, forward, stream.get()), ACLNN_SUCCESS)
         << optest::RecentErrorMessage();
     ASSERT_EQ(opcall::RunPhase2(aclnnNsaSelectedAttentionGrad, backward_size, backward, stream.get()), ACLNN_SUCCESS)
