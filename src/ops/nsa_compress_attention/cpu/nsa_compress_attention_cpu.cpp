@@ -117,48 +117,19 @@ void Attend(const ForwardParams& p, int64_t h, int64_t t, Scratch* x) {
     return;
   }
   for (int64_t g = 0; g < g_count; ++g) ReadRow(p.query, t, h * g_count + g, x->q.data() + g * s.dim_qk);
-  vec::DotJob dot;
-  dot.a = x->q.data();
-  dot.a_stride = s.dim_qk;
-  dot.a_count = g_count;
-  dot.b = x->keys.rows();
-  dot.b_kind = x->keys.kind();
-  dot.b_count = keys;
-  dot.dim = s.dim_qk;
-  dot.multiplier = s.scale;
-  dot.out = x->scores.data();
-  dot.out_stride = x->stride;
-  vec::simd::Dot(dot);
-  x->stats.resize(static_cast<size_t>(g_count));
-  for (int64_t g = 0; g < g_count; ++g) {
-    x->stats[static_cast<size_t>(g)] = vec::simd::SoftmaxRow(x->scores.data() + g * x->stride, keys);
-  }
-  std::fill(x->acc.begin(), x->acc.end(), 0.0f);
-  vec::AccumulateJob sum;
-  sum.out = x->acc.data();
-  sum.out_stride = s.dim_v;
-  sum.out_count = g_count;
-  sum.weights = x->scores.data();
-  sum.weight_out_stride = x->stride;
-  sum.weight_term_stride = 1;
-  sum.rows = x->values.rows();
-  sum.row_kind = x->values.kind();
-  sum.term_count = keys;
-  sum.dim = s.dim_v;
-  vec::simd::Accumulate(sum);
+  nsa_attention_rows::AttendKeyList(x->q.data(), g_count, s.dim_qk, s.dim_v, s.scale, x->keys, x->values,
+                                    x->scores.data(), x->stride, &x->stats, x->acc.data());
   for (int64_t g = 0; g < g_count; ++g) {
     const vec::RowStatistics& st = x->stats[static_cast<size_t>(g)];
-    const float* acc = x->acc.data() + g * s.dim_v;
     const float* e = x->scores.data() + g * x->stride;
     float* row = x->row.data();
-    if (st.max == -kInf) {
-      std::fill(row, row + s.dim_v, 0.0f);  // every score -inf: no key carries weight
-    } else if (!(st.max < kInf)) {
-      std::fill(row, row + s.dim_v, kNaN);  // a NaN or +inf score
-      for (int64_t k = 0; k < keys; ++k) x->weights[static_cast<size_t>(x->visible[static_cast<size_t>(k)])] += kNaN;
-    } else {
-      for (int64_t i = 0; i < s.dim_v; ++i) row[i] = acc[i] / st.sum;
-      for (int64_t k = 0; k < keys; ++k) x->weights[static_cast<size_t>(x->visible[static_cast<size_t>(k)])] += e[k] / st.sum;
+    nsa_attention_rows::FinishRow(st, x->acc.data() + g * s.dim_v, s.dim_v, row);
+    // Each key's probability into its window sums: NaN throughout when a score is NaN or +inf.
+    if (st.max != -kInf) {
+      const bool finite = st.max < kInf;
+      for (int64_t k = 0; k < keys; ++k) {
+        x->weights[static_cast<size_t>(x->visible[static_cast<size_t>(k)])] += finite ? e[k] / st.sum : kNaN;
+      }
     }
     WriteRow(p.out, t, h * g_count + g, row);
     WriteStatistic(p.softmax_max, t, h * g_count + g, st.max);

@@ -4,8 +4,10 @@
 #ifndef PACL_OPS_NSA_SELECTED_ATTENTION_CPU_NSA_ATTENTION_ROWS_H_
 #define PACL_OPS_NSA_SELECTED_ATTENTION_CPU_NSA_ATTENTION_ROWS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
@@ -14,9 +16,12 @@
 
 namespace pacl::nsa_attention_rows {
 
+using nsa_selected_attention::AccumulateJob;
+using nsa_selected_attention::DotJob;
 using nsa_selected_attention::kBFloat16Row;
 using nsa_selected_attention::kFloatRow;
 using nsa_selected_attention::kHalfRow;
+using nsa_selected_attention::RowStatistics;
 
 // The row kind of FLOAT16 / BFLOAT16 data read in place.
 inline int KindOf(aclDataType dtype) { return dtype == ACL_FLOAT16 ? kHalfRow : kBFloat16Row; }
@@ -68,22 +73,26 @@ size_t SequenceOfToken(const std::vector<Sequence>& sequences, int64_t t) {
   return lo;
 }
 
-// Row pointers of a list of key (or value) tokens of one head: in place where the rows have unit stride along D,
-// else gathered into fp32 rows.
+// Row pointers of a list of key (or value) rows: in place where the rows have unit stride along D, else gathered into
+// fp32 rows.
 class RowList {
  public:
-  RowList(const TensorDesc& t, int64_t max_rows)
-      : t_(t), in_place_(t.strides[2] == 1), rows_(static_cast<size_t>(max_rows)),
-        gathered_(in_place_ ? 0 : static_cast<size_t>(max_rows * t.shape[2])) {}
-  int kind() const { return in_place_ ? KindOf(t_.dtype) : kFloatRow; }
+  // Rows (token, head, :) of a 3-D tensor (Add).
+  RowList(const TensorDesc& t, int64_t max_rows) : RowList(t.dtype, t.shape[2], t.strides[2], max_rows) { t_ = &t; }
+  // Rows of `dim` elements of dtype, dim_stride elements apart, given by their first element's address (AddAddress).
+  RowList(aclDataType dtype, int64_t dim, int64_t dim_stride, int64_t max_rows)
+      : dtype_(dtype), dim_(dim), dim_stride_(dim_stride), in_place_(dim_stride == 1),
+        rows_(static_cast<size_t>(max_rows)), gathered_(in_place_ ? 0 : static_cast<size_t>(max_rows * dim)) {}
+  int kind() const { return in_place_ ? KindOf(dtype_) : kFloatRow; }
   void Clear() { count_ = 0; }
-  void Add(int64_t token, int64_t head) {
+  void Add(int64_t token, int64_t head) { AddAddress(RowAddress(*t_, token, head)); }
+  void AddAddress(const char* row) {
     if (in_place_) {
-      rows_[static_cast<size_t>(count_)] = RowAddress(t_, token, head);
-    } else {
-      float* row = gathered_.data() + count_ * t_.shape[2];
-      ReadRow(t_, token, head, row);
       rows_[static_cast<size_t>(count_)] = row;
+    } else {
+      float* gathered = gathered_.data() + count_ * dim_;
+      LoadAsFloat(dtype_, row, dim_stride_, gathered, dim_);
+      rows_[static_cast<size_t>(count_)] = gathered;
     }
     ++count_;
   }
@@ -91,12 +100,64 @@ class RowList {
   int64_t count() const { return count_; }
 
  private:
-  const TensorDesc& t_;
+  const TensorDesc* t_ = nullptr;
+  aclDataType dtype_;
+  int64_t dim_;
+  int64_t dim_stride_;
   bool in_place_;
   std::vector<const void*> rows_;
   std::vector<float> gathered_;
   int64_t count_ = 0;
 };
+
+// The attention of g_count query rows over one key list (keys and values of the same count, at least 1): q holds the
+// rows in fp32, dim_qk apart. On return each row g of scores (stride apart) holds e = exp(s - max) of its scaled dot
+// products (simd::SoftmaxRow), (*stats)[g] its max and sum, and row g of acc (g_count x dim_v) the sum of e * value.
+inline void AttendKeyList(const float* q, int64_t g_count, int64_t dim_qk, int64_t dim_v, float scale,
+                          const RowList& keys, const RowList& values, float* scores, int64_t stride,
+                          std::vector<RowStatistics>* stats, float* acc) {
+  DotJob dot;
+  dot.a = q;
+  dot.a_stride = dim_qk;
+  dot.a_count = g_count;
+  dot.b = keys.rows();
+  dot.b_kind = keys.kind();
+  dot.b_count = keys.count();
+  dot.dim = dim_qk;
+  dot.multiplier = scale;
+  dot.out = scores;
+  dot.out_stride = stride;
+  nsa_selected_attention::simd::Dot(dot);
+  stats->resize(static_cast<size_t>(g_count));
+  for (int64_t g = 0; g < g_count; ++g) {
+    (*stats)[static_cast<size_t>(g)] = nsa_selected_attention::simd::SoftmaxRow(scores + g * stride, keys.count());
+  }
+  std::fill(acc, acc + g_count * dim_v, 0.0f);
+  AccumulateJob sum;
+  sum.out = acc;
+  sum.out_stride = dim_v;
+  sum.out_count = g_count;
+  sum.weights = scores;
+  sum.weight_out_stride = stride;
+  sum.weight_term_stride = 1;
+  sum.rows = values.rows();
+  sum.row_kind = values.kind();
+  sum.term_count = values.count();
+  sum.dim = dim_v;
+  nsa_selected_attention::simd::Accumulate(sum);
+}
+
+// An output row from its sum of e * value and its statistics: 0 when no key carries weight (every score -inf), NaN
+// when a score is NaN or +inf, else acc / sum (one rounding each).
+inline void FinishRow(const RowStatistics& st, const float* acc, int64_t dim_v, float* row) {
+  if (st.max == -std::numeric_limits<float>::infinity()) {
+    std::fill(row, row + dim_v, 0.0f);
+  } else if (!(st.max < std::numeric_limits<float>::infinity())) {
+    std::fill(row, row + dim_v, std::numeric_limits<float>::quiet_NaN());
+  } else {
+    for (int64_t i = 0; i < dim_v; ++i) row[i] = acc[i] / st.sum;
+  }
+}
 
 }  // namespace pacl::nsa_attention_rows
 

@@ -216,25 +216,13 @@ void ForwardItem::operator()(int64_t h, int64_t t, const Sequence& seq, Scratch*
     return;
   }
   for (int64_t g = 0; g < g_count; ++g) ReadRow(params.query, t, h * g_count + g, x->q.data() + g * s.dim_qk);
-  simd::Dot(MakeDot(x->q.data(), s.dim_qk, g_count, *x->keys, s.dim_qk, s.scale, x->scores.data(), x->stride));
-  x->stats.resize(static_cast<size_t>(g_count));
-  for (int64_t g = 0; g < g_count; ++g) x->stats[static_cast<size_t>(g)] = simd::SoftmaxRow(x->scores.data() + g * x->stride, keys);
-  std::fill(x->acc.begin(), x->acc.end(), 0.0f);
-  simd::Accumulate(MakeAccumulate(x->acc.data(), s.dim_v, g_count, x->scores.data(), x->stride, 1, x->values->rows(),
-                                  x->values->kind(), keys, s.dim_v));
+  nsa_attention_rows::AttendKeyList(x->q.data(), g_count, s.dim_qk, s.dim_v, s.scale, *x->keys, *x->values,
+                                    x->scores.data(), x->stride, &x->stats, x->acc.data());
   for (int64_t g = 0; g < g_count; ++g) {
     const RowStatistics& st = x->stats[static_cast<size_t>(g)];
-    const float* acc = x->acc.data() + g * s.dim_v;
-    float* row = x->row.data();
-    if (st.max == -kInf) {
-      std::fill(row, row + s.dim_v, 0.0f);  // every score -inf: no key carries weight
-    } else if (!(st.max < kInf)) {
-      std::fill(row, row + s.dim_v, std::numeric_limits<float>::quiet_NaN());  // a NaN or +inf score
-    } else {
-      for (int64_t i = 0; i < s.dim_v; ++i) row[i] = acc[i] / st.sum;
-    }
+    nsa_attention_rows::FinishRow(st, x->acc.data() + g * s.dim_v, s.dim_v, x->row.data());
     const int64_t n = h * g_count + g;
-    WriteRow(params.out, t, n, row);
+    WriteRow(params.out, t, n, x->row.data());
     WriteStatistic(params.softmax_max, t, n, st.max);
     WriteStatistic(params.softmax_sum, t, n, st.sum);
   }
