@@ -85,7 +85,6 @@ bool CheckShapes(OpChecker& check, Layout layout, const TensorDesc& query, const
   if (!check.Rank(query, "query", query_rank)) return false;
   int64_t query_heads = 0, dim_qk = 0;
   RowMap& q = p->query;
-  q.t = query;
   if (layout == Layout::kBSH) {
     if (!check.Check(query.shape[2] % num_heads == 0, "H of query (dim 2 of %s) must be numHeads (%lld) * D",
                      query.ShapeString().c_str(), LL(num_heads))) {
@@ -236,7 +235,6 @@ bool CheckTopkAndOutput(OpChecker& check, Layout layout, const TensorDesc& query
   const InferShape& s = p->shape;
   const int64_t n2 = s.kv_heads, count = s.block_count;
   TopkMap& k = p->topk;
-  k.t = topk;
   if (layout == Layout::kTND) {
     const int64_t t = query.shape[0];
     if (!check.Shape(topk, "topkIndices", {t, n2, count}, "[T of query, numKeyValueHeads, selectBlockCount]") ||

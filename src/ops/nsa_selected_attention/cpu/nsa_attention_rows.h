@@ -110,41 +110,55 @@ class RowList {
   int64_t count_ = 0;
 };
 
+// The vector loops' jobs: a.b_c dot products of fp32 rows against a row list (DotJob), weighted sums of rows
+// (AccumulateJob); nsa_selected_attention_cpu_simd.h says what each computes.
+inline DotJob MakeDot(const float* a, int64_t a_stride, int64_t a_count, const RowList& b, int64_t dim,
+                      float multiplier, float* out, int64_t out_stride) {
+  DotJob job;
+  job.a = a;
+  job.a_stride = a_stride;
+  job.a_count = a_count;
+  job.b = b.rows();
+  job.b_kind = b.kind();
+  job.b_count = b.count();
+  job.dim = dim;
+  job.multiplier = multiplier;
+  job.out = out;
+  job.out_stride = out_stride;
+  return job;
+}
+
+inline AccumulateJob MakeAccumulate(float* out, int64_t out_stride, int64_t out_count, const float* weights,
+                                    int64_t weight_out_stride, int64_t weight_term_stride, const void* const* rows,
+                                    int row_kind, int64_t term_count, int64_t dim) {
+  AccumulateJob job;
+  job.out = out;
+  job.out_stride = out_stride;
+  job.out_count = out_count;
+  job.weights = weights;
+  job.weight_out_stride = weight_out_stride;
+  job.weight_term_stride = weight_term_stride;
+  job.rows = rows;
+  job.row_kind = row_kind;
+  job.term_count = term_count;
+  job.dim = dim;
+  return job;
+}
+
 // The attention of g_count query rows over one key list (keys and values of the same count, at least 1): q holds the
 // rows in fp32, dim_qk apart. On return each row g of scores (stride apart) holds e = exp(s - max) of its scaled dot
 // products (simd::SoftmaxRow), (*stats)[g] its max and sum, and row g of acc (g_count x dim_v) the sum of e * value.
 inline void AttendKeyList(const float* q, int64_t g_count, int64_t dim_qk, int64_t dim_v, float scale,
                           const RowList& keys, const RowList& values, float* scores, int64_t stride,
                           std::vector<RowStatistics>* stats, float* acc) {
-  DotJob dot;
-  dot.a = q;
-  dot.a_stride = dim_qk;
-  dot.a_count = g_count;
-  dot.b = keys.rows();
-  dot.b_kind = keys.kind();
-  dot.b_count = keys.count();
-  dot.dim = dim_qk;
-  dot.multiplier = scale;
-  dot.out = scores;
-  dot.out_stride = stride;
-  nsa_selected_attention::simd::Dot(dot);
+  nsa_selected_attention::simd::Dot(MakeDot(q, dim_qk, g_count, keys, dim_qk, scale, scores, stride));
   stats->resize(static_cast<size_t>(g_count));
   for (int64_t g = 0; g < g_count; ++g) {
     (*stats)[static_cast<size_t>(g)] = nsa_selected_attention::simd::SoftmaxRow(scores + g * stride, keys.count());
   }
   std::fill(acc, acc + g_count * dim_v, 0.0f);
-  AccumulateJob sum;
-  sum.out = acc;
-  sum.out_stride = dim_v;
-  sum.out_count = g_count;
-  sum.weights = scores;
-  sum.weight_out_stride = stride;
-  sum.weight_term_stride = 1;
-  sum.rows = values.rows();
-  sum.row_kind = values.kind();
-  sum.term_count = values.count();
-  sum.dim = dim_v;
-  nsa_selected_attention::simd::Accumulate(sum);
+  nsa_selected_attention::simd::Accumulate(MakeAccumulate(acc, dim_v, g_count, scores, stride, 1, values.rows(),
+                                                        values.kind(), values.count(), dim_v));
 }
 
 // An output row from its sum of e * value and its statistics: 0 when no key carries weight (every score -inf), NaN

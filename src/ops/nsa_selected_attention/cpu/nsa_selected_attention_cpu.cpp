@@ -82,6 +82,8 @@ constexpr int64_t kScoresPadding = 16;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+using nsa_attention_rows::MakeAccumulate;
+using nsa_attention_rows::MakeDot;
 using nsa_attention_rows::ReadRow;
 using nsa_attention_rows::ReadStatistic;
 using nsa_attention_rows::RowList;
@@ -142,39 +144,6 @@ void ListKeys(const TensorDesc& topk, const AttentionShape& s, const Sequence& s
       if (values != nullptr) values->Add(selected.first_key + j, h);
     }
   }
-}
-
-DotJob MakeDot(const float* a, int64_t a_stride, int64_t a_count, const RowList& b, int64_t dim, float multiplier,
-               float* out, int64_t out_stride) {
-  DotJob job;
-  job.a = a;
-  job.a_stride = a_stride;
-  job.a_count = a_count;
-  job.b = b.rows();
-  job.b_kind = b.kind();
-  job.b_count = b.count();
-  job.dim = dim;
-  job.multiplier = multiplier;
-  job.out = out;
-  job.out_stride = out_stride;
-  return job;
-}
-
-AccumulateJob MakeAccumulate(float* out, int64_t out_stride, int64_t out_count, const float* weights,
-                             int64_t weight_out_stride, int64_t weight_term_stride, const void* const* rows,
-                             int row_kind, int64_t term_count, int64_t dim) {
-  AccumulateJob job;
-  job.out = out;
-  job.out_stride = out_stride;
-  job.out_count = out_count;
-  job.weights = weights;
-  job.weight_out_stride = weight_out_stride;
-  job.weight_term_stride = weight_term_stride;
-  job.rows = rows;
-  job.row_kind = row_kind;
-  job.term_count = term_count;
-  job.dim = dim;
-  return job;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
