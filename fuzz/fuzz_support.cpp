@@ -216,6 +216,14 @@ int64_t EdgeValue(Reader& r, int64_t plausible) {
 
 int64_t Attribute(Reader& r, int64_t plausible) { return r.Byte() < 192 ? plausible : EdgeValue(r, plausible); }
 
+double DecodeScale(Reader& r, double plausible) {
+  const uint8_t choice = r.Byte();
+  if (choice < 200) return plausible;
+  const double kEdges[] = {
+      0.0, -1.0, 1e30, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), 1e-40, 3.5};
+  return kEdges[choice % 7];
+}
+
 int IntOf(aclDataType dtype) { return static_cast<int>(dtype); }
 
 int IntOf(aclFormat format) { return static_cast<int>(format); }

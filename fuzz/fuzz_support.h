@@ -60,6 +60,9 @@ class Reader {
 int64_t EdgeValue(Reader& r, int64_t plausible);
 // A 64-bit attribute: plausible when the first byte is below 192, else an edge value.
 int64_t Attribute(Reader& r, int64_t plausible);
+// A scale attribute (a double): plausible when the first byte is below 200, else an edge value (0, -1, 1e30, NaN,
+// infinity, a subnormal-producing 1e-40, 3.5).
+double DecodeScale(Reader& r, double plausible);
 
 // The int value of an enumerator (dtypes and formats are kept as ints: see c_shim.h).
 int IntOf(aclDataType dtype);

@@ -3,6 +3,7 @@
 from ..ops.nsa_compress import nsa_compress, nsa_compress_backward
 from ..ops.nsa_compress_attention import nsa_compress_attention
 from ..ops.nsa_selected_attention import nsa_select_attention, nsa_select_attention_backward
+from ..ops.nsa_selected_attention_infer import nsa_select_attention_infer
 from ..ops.scaled_masked_softmax import scaled_masked_softmax, scaled_masked_softmax_backward
 
 
@@ -52,3 +53,14 @@ def npu_nsa_select_attention_grad(grad, query, key, value, attention_out, softma
     return nsa_select_attention_backward(grad, query, key, value, attention_out, softmax_max, softmax_sum,
                                          topk_indices, scale_value, head_num, select_block_size, select_block_count,
                                          atten_mask, actual_seq_qlen, actual_seq_kvlen)
+
+
+def npu_nsa_select_attention_infer(query, key, value, topk_indices, scale_value, head_num, key_value_head_num,
+                                   select_block_size, select_block_count, page_block_size, layout="BSND",
+                                   atten_mask=None, block_table=None, actual_seq_qlen=None, actual_seq_kvlen=None):
+    """torch_npu.npu_nsa_select_attention_infer: the output over a paged KV cache; actual_seq_qlen / actual_seq_kvlen
+    are lengths per batch entry (not cumulative); block_table and actual_seq_kvlen are required; atten_mask is not
+    read."""
+    return nsa_select_attention_infer(query, key, value, topk_indices, scale_value, head_num, key_value_head_num,
+                                      select_block_size, select_block_count, page_block_size, layout, atten_mask,
+                                      block_table, actual_seq_qlen, actual_seq_kvlen)

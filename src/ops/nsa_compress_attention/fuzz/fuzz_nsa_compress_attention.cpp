@@ -5,10 +5,8 @@
 //   scaleValue, the seven integer attributes (each with its mutation), then each tensor (fuzz::DecodeTensor; the
 //   masks' fill is any byte: masked and visible entries), the out-pointer byte and phase 2's mode.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,14 +19,6 @@
 namespace {
 
 constexpr const char* kName = "aclnnNsaCompressAttention";
-
-double DecodeScale(fuzz::Reader& r) {
-  const uint8_t choice = r.Byte();
-  if (choice < 200) return 0.125;
-  const double kEdges[] = {0.0, -1.0, 1e30, std::numeric_limits<double>::quiet_NaN(),
-                           std::numeric_limits<double>::infinity(), 1e-40, 3.5};
-  return kEdges[choice % 7];
-}
 
 // A mask argument: none (-1), or a tensor of the plausible shape in BOOL, UINT8 or (rarely) another dtype.
 int AddMask(fuzz::Reader& r, fuzz::Call& call, const char* name, uint8_t kind, int64_t rows, int64_t cols) {
@@ -77,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t atten_kind = r.Byte();  // 0-99 none, 100-199 BOOL, 200-239 UINT8, else another dtype
   const uint8_t topk_kind = r.Byte();
   std::unique_ptr<char[]> layout = fuzz::DecodeTndLayout(r);
-  const double scale = DecodeScale(r);
+  const double scale = fuzz::DecodeScale(r, 0.125);
   const int64_t sparse_mode = fuzz::Attribute(r, atten_kind >= 100 && r.Flag() ? 1 : 0);
   const int64_t compress_block = fuzz::Attribute(r, window[0]);
   const int64_t compress_stride = fuzz::Attribute(r, window[1]);

@@ -5,10 +5,8 @@
 //   integer attributes (each with its mutation), then each tensor (fuzz::DecodeTensor; topkIndices' fill is
 //   valid block indices, or with a mutation raw bytes: out-of-range and negative indices), the out-pointer byte and
 //   phase 2's mode.
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,14 +21,6 @@ namespace {
 constexpr const char* kForward = "aclnnNsaSelectedAttention";
 constexpr const char* kBackward = "aclnnNsaSelectedAttentionGrad";
 constexpr int64_t kBlockSize = 16;  // the plausible selectedBlockSize
-
-double DecodeScale(fuzz::Reader& r) {
-  const uint8_t choice = r.Byte();
-  if (choice < 200) return 1.0 / 16.0;
-  const double kEdges[] = {0.0, -1.0, 1e30, std::numeric_limits<double>::quiet_NaN(),
-                           std::numeric_limits<double>::infinity(), 1e-40, 3.5};
-  return kEdges[choice % 7];
-}
 
 }  // namespace
 
@@ -62,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const aclDataType dtype = kDTypes[r.Below(2)];
   const uint8_t mask_kind = r.Byte();  // 0-99 none, 100-199 BOOL, 200-239 UINT8, else another dtype
   std::unique_ptr<char[]> layout = fuzz::DecodeTndLayout(r);
-  const double scale = DecodeScale(r);
+  const double scale = fuzz::DecodeScale(r, 1.0 / 16.0);
   const int64_t sparse_mode = fuzz::Attribute(r, r.Flag() ? 2 : 0);
   const int64_t block_size = fuzz::Attribute(r, kBlockSize);
   const int64_t block_count = fuzz::Attribute(r, plausible_count);
