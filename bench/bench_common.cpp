@@ -493,6 +493,15 @@ std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataTyp
   return status == ACL_SUCCESS ? "" : Failure("aclrtMemcpy", status);
 }
 
+std::vector<unsigned char> Int32Bytes(const std::vector<int64_t>& values) {
+  std::vector<unsigned char> bytes(values.size() * sizeof(int32_t));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto v = static_cast<int32_t>(values[i]);
+    std::memcpy(&bytes[i * sizeof(int32_t)], &v, sizeof(int32_t));
+  }
+  return bytes;
+}
+
 std::string CreateTensorFromBytes(const std::vector<int64_t>& shape, aclDataType dtype,
                                   const std::vector<unsigned char>& bytes, DeviceTensor* result) {
   std::string error = CreateTensorStorage(shape, dtype, result);

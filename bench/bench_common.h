@@ -54,6 +54,8 @@ std::string CreateTensorFromValues(const std::vector<int64_t>& shape, aclDataTyp
                                    const std::vector<float>& values, DeviceTensor* result);
 // A tensor of any dtype holding `bytes` (row-major, ElementCount(shape) elements of the dtype's size): index tensors,
 // masks.
+// INT32 bytes of index values (topk indices, page tables, slots), for CreateTensorFromBytes.
+std::vector<unsigned char> Int32Bytes(const std::vector<int64_t>& values);
 std::string CreateTensorFromBytes(const std::vector<int64_t>& shape, aclDataType dtype,
                                   const std::vector<unsigned char>& bytes, DeviceTensor* result);
 // A BOOL tensor (..., S1, S2) holding a causal mask: true (masked) where the key index exceeds the query index.

@@ -250,6 +250,15 @@ std::vector<double> RepeatEach(const std::vector<double>& values, int times) {
 }
 
 // Uniform values in [low, high) from a fixed-seed generator.
+std::vector<unsigned char> Int32Bytes(const std::vector<int64_t>& values) {
+  std::vector<unsigned char> bytes(values.size() * sizeof(int32_t));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto v = static_cast<int32_t>(values[i]);
+    std::memcpy(&bytes[i * sizeof(int32_t)], &v, sizeof(int32_t));
+  }
+  return bytes;
+}
+
 std::vector<double> RandomValues(int64_t count, double low, double high, uint64_t seed) {
   std::vector<double> values(static_cast<size_t>(count));
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;

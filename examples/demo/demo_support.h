@@ -122,6 +122,8 @@ std::string CompleteCall(std::string error, double milliseconds, double bytes,
 std::vector<double> RepeatEach(const std::vector<double>& values, int times);
 // Uniform values in [low, high) from a fixed-seed generator.
 std::vector<double> RandomValues(int64_t count, double low, double high, uint64_t seed);
+// INT32 bytes of index values (topk indices, page tables, slots), for DeviceTensor::Create.
+std::vector<unsigned char> Int32Bytes(const std::vector<int64_t>& values);
 // Bytes of the tensors a call reads and writes, each counted once.
 double TotalBytes(const std::vector<const DeviceTensor*>& tensors);
 

@@ -21,7 +21,6 @@
 // scores and dP once more in its key pass, which the figures do not count. Bytes: every tensor once.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -77,10 +76,10 @@ struct Lcg {
 };
 
 // topkIndices (T1, N2, count) and the visible keys summed over every (token, KV head).
-std::vector<float> Selection(const SelectedShape& s, int64_t* visible_keys) {
+std::vector<int64_t> Selection(const SelectedShape& s, int64_t* visible_keys) {
   const int64_t blocks = s.kv_tokens / s.block_size;
   Lcg rng{7};
-  std::vector<float> topk;
+  std::vector<int64_t> topk;
   *visible_keys = 0;
   std::vector<int64_t> order(static_cast<size_t>(blocks));
   for (int64_t b = 0; b < s.sequences; ++b) {
@@ -113,7 +112,7 @@ std::vector<float> Selection(const SelectedShape& s, int64_t* visible_keys) {
           chosen.assign(order.begin(), order.begin() + s.block_count);
           *visible_keys += s.block_count * s.block_size;
         }
-        for (int64_t block : chosen) topk.push_back(static_cast<float>(block));
+        topk.insert(topk.end(), chosen.begin(), chosen.end());
       }
     }
   }
@@ -138,18 +137,13 @@ std::string Prepare(const SelectedCase& c, PreparedCall* call) {
   if (q_array == nullptr || kv_array == nullptr) return "aclCreateIntArray returned NULL: " + RecentErrorMessage();
 
   int64_t visible_keys = 0;
-  const std::vector<float> topk_values = Selection(s, &visible_keys);
+  const std::vector<int64_t> topk_values = Selection(s, &visible_keys);
   DeviceTensor query, key, value, topk, mask, out, max, sum;
   std::string error = AddRandomTensor(call, q_shape, c.dtype, -1.0, 1.0, 51, &query);
   if (error.empty()) error = AddRandomTensor(call, k_shape, c.dtype, -1.0, 1.0, 52, &key);
   if (error.empty()) error = AddRandomTensor(call, v_shape, c.dtype, -1.0, 1.0, 53, &value);
   if (!error.empty()) return error;
-  std::vector<unsigned char> topk_host(topk_values.size() * sizeof(int32_t));
-  for (size_t i = 0; i < topk_values.size(); ++i) {
-    const auto index = static_cast<int32_t>(topk_values[i]);
-    std::memcpy(&topk_host[i * sizeof(int32_t)], &index, sizeof(int32_t));
-  }
-  error = CreateTensorFromBytes(topk_shape, ACL_INT32, topk_host, &topk);
+  error = CreateTensorFromBytes(topk_shape, ACL_INT32, Int32Bytes(topk_values), &topk);
   call->tensors.push_back(topk);
   if (!error.empty()) return error;
   if (s.causal) {

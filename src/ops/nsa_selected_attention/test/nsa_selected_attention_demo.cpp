@@ -2,7 +2,6 @@
 // shape.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -64,11 +63,7 @@ void RunNsaSelectedAttention(aclrtStream stream, aclDataType dtype, std::vector<
       topk.insert(topk.end(), blocks.begin(), blocks.begin() + 16);
     }
   }
-  std::vector<unsigned char> topk_bytes(topk.size() * 4);
-  for (size_t i = 0; i < topk.size(); ++i) {
-    const auto index = static_cast<int32_t>(topk[i]);
-    std::memcpy(&topk_bytes[i * 4], &index, 4);
-  }
+  const std::vector<unsigned char> topk_bytes = Int32Bytes(topk);
   const std::vector<unsigned char> mask_bytes(2048 * 2048, 1);
 
   DeviceTensor q_dev, k_dev, v_dev, topk_dev, mask_dev, out_dev, max_dev, sum_dev, grad_dev, dq_dev, dk_dev, dv_dev;

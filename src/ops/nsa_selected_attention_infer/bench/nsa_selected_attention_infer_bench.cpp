@@ -12,7 +12,6 @@
 // selected cache rows of key and value once per (token, KV head) (not the whole cache: a step reads what it selects).
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -58,15 +57,6 @@ struct Lcg {
     return static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(n));
   }
 };
-
-std::vector<unsigned char> Int32Bytes(const std::vector<int64_t>& values) {
-  std::vector<unsigned char> bytes(values.size() * sizeof(int32_t));
-  for (size_t i = 0; i < values.size(); ++i) {
-    const auto v = static_cast<int32_t>(values[i]);
-    std::memcpy(&bytes[i * sizeof(int32_t)], &v, sizeof(int32_t));
-  }
-  return bytes;
-}
 
 std::string Prepare(const InferCase& c, PreparedCall* call) {
   const InferShape& s = c.shape;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -15,15 +14,6 @@
 
 namespace demo {
 namespace {
-
-std::vector<unsigned char> Int32Bytes(const std::vector<int64_t>& values) {
-  std::vector<unsigned char> bytes(values.size() * 4);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const auto v = static_cast<int32_t>(values[i]);
-    std::memcpy(&bytes[i * 4], &v, 4);
-  }
-  return bytes;
-}
 
 // One decoding step, BSND: 8 sequences of 3000 to 8192 cached tokens in pages of 128 (the cache's pages shuffled
 // among the sequences), one new query token each, 32 query heads over 2 KV heads (groups of 16), D 192 / 128, 16
