@@ -2,6 +2,7 @@
 
 from ..ops.nsa_compress import nsa_compress, nsa_compress_backward
 from ..ops.nsa_compress_attention import nsa_compress_attention
+from ..ops.nsa_compress_with_cache import nsa_compress_infer
 from ..ops.nsa_selected_attention import nsa_select_attention, nsa_select_attention_backward
 from ..ops.nsa_selected_attention_infer import nsa_select_attention_infer
 from ..ops.scaled_masked_softmax import scaled_masked_softmax, scaled_masked_softmax_backward
@@ -64,3 +65,11 @@ def npu_nsa_select_attention_infer(query, key, value, topk_indices, scale_value,
     return nsa_select_attention_infer(query, key, value, topk_indices, scale_value, head_num, key_value_head_num,
                                       select_block_size, select_block_count, page_block_size, layout, atten_mask,
                                       block_table, actual_seq_qlen, actual_seq_kvlen)
+
+
+def npu_nsa_compress_infer(input, weight, slot_mapping, compress_block_size, compress_stride, page_block_size,
+                           block_table=None, actual_seq_len=None, *, cache):
+    """torch_npu.npu_nsa_compress_infer: cache (resultLen, N, D) updated in place and returned; actual_seq_len holds
+    each entry's length (required); block_table None: input (T, N, D)."""
+    return nsa_compress_infer(input, weight, slot_mapping, compress_block_size, compress_stride, page_block_size,
+                              block_table, actual_seq_len, cache)
