@@ -5,26 +5,13 @@
 #define PACL_OPS_MULTI_SCALE_DEFORMABLE_ATTENTION_CPU_MSDA_CPU_COMMON_H_
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "msda/msda_params.h"
+#include "pacl/index.h"
 #include "pacl/tensor.h"
 
 namespace pacl::msda {
-
-// Element `element` of an INT32 or INT64 tensor.
-inline int64_t LoadIndex(const TensorDesc& t, int64_t element) {
-  const char* base = static_cast<const char*>(t.data);
-  if (t.dtype == ACL_INT32) {
-    int32_t v;
-    std::memcpy(&v, base + element * 4, sizeof v);
-    return v;
-  }
-  int64_t v;
-  std::memcpy(&v, base + element * 8, sizeof v);
-  return v;
-}
 
 // One feature map as the caller described it (untrusted).
 struct Level {

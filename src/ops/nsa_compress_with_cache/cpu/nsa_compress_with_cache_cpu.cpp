@@ -17,25 +17,19 @@
 // Layout. Input rows with unit stride along D are read in place; others are gathered into fp32 first (exact, so the
 // bits do not change). Any strides of every tensor. No workspace.
 #include <cstdint>
-#include <cstring>
 #include <unordered_set>
 #include <vector>
 
 #include "nsa_compress/cpu/nsa_compress_cpu_simd.h"
 #include "nsa_compress_with_cache/nsa_compress_with_cache_params.h"
 #include "pacl/convert.h"
+#include "pacl/index.h"
 #include "pacl/parallel.h"
 
 namespace pacl::nsa_compress_with_cache {
 namespace {
 
 constexpr int64_t kItemsPerChunk = 8;
-
-int32_t ReadInt32(const TensorDesc& t, int64_t element) {
-  int32_t value;
-  std::memcpy(&value, t.ElementAt(element), sizeof value);
-  return value;
-}
 
 // One entry's write: the window's first position and the cache row; page numbers already checked.
 struct Write {
@@ -53,14 +47,14 @@ std::vector<Write> ListWrites(const Params& p) {
     const int64_t length = p.entries[static_cast<size_t>(b)].length;
     if (length < s.block_size || (length - s.block_size) % s.stride != 0) continue;
     const TensorDesc& slots = p.slot_mapping;
-    const int64_t slot = ReadInt32(slots, slots.offset + b * slots.strides[0]);
+    const int64_t slot = LoadIndex(slots, slots.offset + b * slots.strides[0]);
     if (slot < 0 || slot >= s.result_len || claimed.count(slot) != 0) continue;
     const int64_t first = length - s.block_size;
     bool pages_valid = true;
     if (s.paged) {
       const TensorDesc& table = p.block_table;
       for (int64_t column = first / s.page_block_size; column <= (length - 1) / s.page_block_size; ++column) {
-        const int64_t page = ReadInt32(table, table.offset + b * table.strides[0] + column * table.strides[1]);
+        const int64_t page = LoadIndex(table, table.offset + b * table.strides[0] + column * table.strides[1]);
         pages_valid = pages_valid && page >= 0 && page < s.pages;
       }
     }
@@ -79,7 +73,7 @@ int64_t InputRow(const Params& p, int64_t b, int64_t position, int64_t n) {
   }
   const TensorDesc& table = p.block_table;
   const int64_t page =
-      ReadInt32(table, table.offset + b * table.strides[0] + (position / p.shape.page_block_size) * table.strides[1]);
+      LoadIndex(table, table.offset + b * table.strides[0] + (position / p.shape.page_block_size) * table.strides[1]);
   return in.offset + page * in.strides[0] + (position % p.shape.page_block_size) * in.strides[1] + n * in.strides[2];
 }
 

@@ -56,7 +56,6 @@
 // nsa_selected_attention_cpu_plan.cpp the backward's workspace plan.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -65,6 +64,7 @@
 #include "nsa_selected_attention/nsa_selected_attention_params.h"
 #include "pacl/convert.h"
 #include "pacl/dtype.h"
+#include "pacl/index.h"
 #include "pacl/parallel.h"
 #include "pacl/workspace_plan.h"
 
@@ -116,10 +116,8 @@ struct SlotKeys {
 
 SlotKeys SlotOf(const TensorDesc& topk, const AttentionShape& s, const Sequence& seq, int64_t t, int64_t h,
                 int64_t slot) {
-  int32_t index32;
-  std::memcpy(&index32, topk.ElementAt(topk.offset + t * topk.strides[0] + h * topk.strides[1] + slot * topk.strides[2]),
-              sizeof index32);
-  const int64_t index = index32;
+  const int64_t index =
+      LoadIndex(topk, topk.offset + t * topk.strides[0] + h * topk.strides[1] + slot * topk.strides[2]);
   const int64_t blocks = (seq.kv_end - seq.kv_start) / s.block_size;
   if (index < 0 || index >= blocks) return {};
   const int64_t first = index * s.block_size;

@@ -22,13 +22,13 @@
 // buffer beyond one item's scores: the workspace is 0 bytes.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "nsa_selected_attention/cpu/nsa_attention_rows.h"
 #include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
 #include "nsa_selected_attention_infer/nsa_selected_attention_infer_params.h"
 #include "pacl/convert.h"
+#include "pacl/index.h"
 #include "pacl/parallel.h"
 
 namespace pacl::nsa_selected_attention_infer {
@@ -40,12 +40,6 @@ using nsa_attention_rows::RowList;
 using nsa_selected_attention::RowStatistics;
 
 constexpr int64_t kItemsPerChunk = 8;
-
-int32_t ReadInt32(const TensorDesc& t, int64_t element) {
-  int32_t value;
-  std::memcpy(&value, t.ElementAt(element), sizeof value);
-  return value;
-}
 
 const char* QueryRow(const RowMap& m, const Batch& batch, int64_t b, int64_t i, int64_t n) {
   return m.t.ElementAt(m.t.offset + b * m.batch + (batch.first_token + i) * m.token + n * m.head);
@@ -84,13 +78,13 @@ struct Item {
     const int64_t topk_row = k.t.offset + b * k.batch + (batch.first_token + i) * k.token + h * k.head;
     const TensorDesc& table = params.block_table;
     for (int64_t slot = 0; slot < s.block_count; ++slot) {
-      const int64_t index = ReadInt32(k.t, topk_row + slot * k.slot);
+      const int64_t index = LoadIndex(k.t, topk_row + slot * k.slot);
       if (index < 0 || index >= (visible_end + s.block_size - 1) / s.block_size) continue;
       const int64_t first = index * s.block_size;
       const int64_t last = std::min(first + s.block_size, visible_end);
       for (int64_t p = first; p < last; ++p) {
-        const int64_t page = ReadInt32(table, table.offset + b * table.strides[0] +
-                                                  (p / s.page_block_size) * table.strides[1]);
+        const int64_t page =
+            LoadIndex(table, table.offset + b * table.strides[0] + (p / s.page_block_size) * table.strides[1]);
         if (page < 0 || page >= s.pages) continue;
         const int64_t row = p % s.page_block_size;
         x->keys.AddAddress(PageRow(params.key, page, row, h));
