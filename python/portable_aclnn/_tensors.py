@@ -231,14 +231,19 @@ def bool_array(values):
     return _HostArray(values, ctypes.c_bool, api().aclCreateBoolArray, api().aclDestroyBoolArray)
 
 
+def int_list(values):
+    """A list of ints from a list, tuple, NumPy array or tensor (torch_npu's actual-length arguments)."""
+    if is_torch(values) or isinstance(values, np.ndarray):
+        values = values.tolist()
+    return [int(v) for v in values]
+
+
 def sequence_ends(tokens, actual_seq_len):
     """torch_npu's actual_seq_len arguments (a list, tuple, NumPy array or tensor): cumulative sequence ends as a list
     of ints; None: one sequence of all `tokens` tokens."""
     if actual_seq_len is None:
         return [int(tokens)]
-    if is_torch(actual_seq_len) or isinstance(actual_seq_len, np.ndarray):
-        return [int(v) for v in actual_seq_len.tolist()]
-    return [int(v) for v in actual_seq_len]
+    return int_list(actual_seq_len)
 
 
 def int_array(values):

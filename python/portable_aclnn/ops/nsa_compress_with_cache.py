@@ -14,7 +14,7 @@ import ctypes
 
 from .._library import api
 from .._operator import INT64, INT_ARRAY, REQUIRED, STRING, TENSOR, AclnnCall, Entry
-from .._tensors import Operands, int_array, is_torch, require_array
+from .._tensors import Operands, int_array, int_list, require_array
 
 ACLNN = (
     AclnnCall("aclnnNsaCompressWithCache", (TENSOR, TENSOR, TENSOR, INT_ARRAY, TENSOR, STRING, INT64, INT64, INT64,
@@ -35,9 +35,7 @@ def nsa_compress_infer(input, weight, slot_mapping, compress_block_size, compres
         raise ValueError("cache is required: the compressed-token cache (resultLen, N, D), updated in place")
     if actual_seq_len is None:
         raise ValueError("actual_seq_len is required: each batch entry's length")
-    if is_torch(actual_seq_len) or hasattr(actual_seq_len, "tolist"):
-        actual_seq_len = actual_seq_len.tolist()
-    lengths = int_array([int(v) for v in actual_seq_len])
+    lengths = int_array(int_list(actual_seq_len))
     with Operands() as views:
         api().run("aclnnNsaCompressWithCache", views, views.tensor(input, "input"), views.tensor(weight, "weight"),
                   views.tensor(slot_mapping, "slot_mapping"), lengths.handle,

@@ -18,7 +18,7 @@ import ctypes
 
 from .._library import api
 from .._operator import DOUBLE, INT64, INT_ARRAY, REQUIRED, STRING, TENSOR, AclnnCall, Entry
-from .._tensors import Operands, empty_like_kind, int_array, is_torch, require_array
+from .._tensors import Operands, empty_like_kind, int_array, int_list, require_array
 
 ACLNN = (
     AclnnCall("aclnnNsaSelectedAttentionInfer", (TENSOR, TENSOR, TENSOR, TENSOR, TENSOR, TENSOR, INT_ARRAY,
@@ -27,13 +27,6 @@ ACLNN = (
 )
 
 LAYOUTS = ("BSND", "BSH", "TND")
-
-
-def _lengths(values, name):
-    """A per-entry length list from a list, tuple, NumPy array or tensor."""
-    if is_torch(values) or hasattr(values, "tolist"):
-        values = values.tolist()
-    return [int(v) for v in values]
 
 
 def _value_head_dim(value, key_value_head_num):
@@ -73,8 +66,8 @@ def nsa_select_attention_infer(query, key, value, topk_indices, scale_value, hea
         raise ValueError("actual_seq_kvlen is required: each batch entry's cached length")
     layout = str(layout)
     out = empty_like_kind(query, output_shape(query, value, head_num, key_value_head_num, layout))
-    kv_lengths = int_array(_lengths(actual_seq_kvlen, "actual_seq_kvlen"))
-    q_lengths = int_array(_lengths(actual_seq_qlen, "actual_seq_qlen")) if actual_seq_qlen is not None else None
+    kv_lengths = int_array(int_list(actual_seq_kvlen))
+    q_lengths = int_array(int_list(actual_seq_qlen)) if actual_seq_qlen is not None else None
     with Operands() as views:
         api().run("aclnnNsaSelectedAttentionInfer", views, views.tensor(query, "query"), views.tensor(key, "key"),
                   views.tensor(value, "value"), views.tensor(topk_indices, "topk_indices"),
