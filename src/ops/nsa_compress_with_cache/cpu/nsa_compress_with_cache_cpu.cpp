@@ -8,7 +8,8 @@
 // NsaCompress's block (window index (s_b - bs) / stride) of the same sequence. Entries that completed no window
 // leave the cache as it was, as does every row no entry writes. Device data is never trusted: a slot outside
 // [0, resultLen), or a window touching a page number outside [0, blockNum), writes nothing; when several entries
-// name one slot, the last of them in batch order writes it (CANN calls the result of repeated slots unstable).
+// name one slot, the last of them in batch order writes it (CANN calls the result of repeated slots unstable). Slot
+// and page numbers are read once, before the first write: outputCache may share storage with them.
 //
 // Arithmetic: NsaCompress's forward loop (nsa_compress/cpu/nsa_compress_cpu_simd.h, simd::WeightedSum): inputs
 // widened exactly to fp32, the sum over j ascending from zero, one rounding of each output element: the same bits as
@@ -31,17 +32,25 @@ namespace {
 
 constexpr int64_t kItemsPerChunk = 8;
 
-// One entry's write: the window's first position and the cache row; page numbers already checked.
+// One entry's write: the window's first position, the cache row and, paged, where its pages are in Plan::pages.
 struct Write {
   int64_t entry = 0;
   int64_t first_position = 0;
   int64_t slot = 0;
+  size_t first_page = 0;
 };
 
-// The entries that write, in batch order, each slot written once (by the last entry naming it).
-std::vector<Write> ListWrites(const Params& p) {
-  const CacheShape& s = p.shape;
+// The entries that write, in batch order, each slot written once (by the last entry naming it), and the page numbers
+// of their windows. Every index element of device data is read here, once: the kernel then writes outputCache, which
+// may share storage with slotMapping or blockTable, and a number read again after a write could be anything.
+struct Plan {
   std::vector<Write> writes;
+  std::vector<int64_t> pages;  // paged: per write, the pages of columns first_position / pageBlockSize onwards
+};
+
+Plan ListWrites(const Params& p) {
+  const CacheShape& s = p.shape;
+  Plan plan;
   std::unordered_set<int64_t> claimed;
   for (int64_t b = static_cast<int64_t>(p.entries.size()) - 1; b >= 0; --b) {
     const int64_t length = p.entries[static_cast<size_t>(b)].length;
@@ -50,37 +59,44 @@ std::vector<Write> ListWrites(const Params& p) {
     const int64_t slot = LoadIndex(slots, slots.offset + b * slots.strides[0]);
     if (slot < 0 || slot >= s.result_len || claimed.count(slot) != 0) continue;
     const int64_t first = length - s.block_size;
+    const size_t first_page = plan.pages.size();
     bool pages_valid = true;
     if (s.paged) {
       const TensorDesc& table = p.block_table;
       for (int64_t column = first / s.page_block_size; column <= (length - 1) / s.page_block_size; ++column) {
         const int64_t page = LoadIndex(table, table.offset + b * table.strides[0] + column * table.strides[1]);
         pages_valid = pages_valid && page >= 0 && page < s.pages;
+        plan.pages.push_back(page);
       }
     }
-    if (!pages_valid) continue;
+    if (!pages_valid) {
+      plan.pages.resize(first_page);
+      continue;
+    }
     claimed.insert(slot);
-    writes.push_back({b, first, slot});
+    plan.writes.push_back({b, first, slot, first_page});
   }
-  return writes;
+  return plan;
 }
 
-// The element index of input's row (position p of entry b, head n).
-int64_t InputRow(const Params& p, int64_t b, int64_t position, int64_t n) {
+// The element index of input's row (position `position` of write w's entry, head n).
+int64_t InputRow(const Params& p, const Plan& plan, const Write& w, int64_t position, int64_t n) {
   const TensorDesc& in = p.input;
   if (!p.shape.paged) {
-    return in.offset + (p.entries[static_cast<size_t>(b)].first_token + position) * in.strides[0] + n * in.strides[1];
+    return in.offset + (p.entries[static_cast<size_t>(w.entry)].first_token + position) * in.strides[0] +
+           n * in.strides[1];
   }
-  const TensorDesc& table = p.block_table;
-  const int64_t page =
-      LoadIndex(table, table.offset + b * table.strides[0] + (position / p.shape.page_block_size) * table.strides[1]);
-  return in.offset + page * in.strides[0] + (position % p.shape.page_block_size) * in.strides[1] + n * in.strides[2];
+  const int64_t page_block_size = p.shape.page_block_size;
+  const int64_t column = position / page_block_size - w.first_position / page_block_size;
+  const int64_t page = plan.pages[w.first_page + static_cast<size_t>(column)];
+  return in.offset + page * in.strides[0] + (position % page_block_size) * in.strides[1] + n * in.strides[2];
 }
 
 }  // namespace
 
 aclnnStatus RunCpu(const Params& params, void* /*workspace*/) {
-  const std::vector<Write> writes = ListWrites(params);
+  const Plan plan = ListWrites(params);
+  const std::vector<Write>& writes = plan.writes;
   const CacheShape& s = params.shape;
   const TensorDesc& in = params.input;
   const int64_t dim_stride = in.strides[in.rank - 1];
@@ -94,7 +110,7 @@ aclnnStatus RunCpu(const Params& params, void* /*workspace*/) {
       const Write& w = writes[static_cast<size_t>(item / s.heads)];
       const int64_t n = item % s.heads;
       for (int64_t j = 0; j < s.block_size; ++j) {
-        const char* row = in.ElementAt(InputRow(params, w.entry, w.first_position + j, n));
+        const char* row = in.ElementAt(InputRow(params, plan, w, w.first_position + j, n));
         if (in_place) {
           rows[static_cast<size_t>(j)] = row;
         } else {
