@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aclnnop/aclnn_nsa_compress_attention.h"
+#include "nsa_compress_attention/nsa_block_rules.h"
 #include "nsa_compress_attention/nsa_compress_attention_params.h"
 #include "nsa_selected_attention/nsa_sequence_ends.h"
 #include "pacl/op_glue.h"
@@ -21,10 +22,7 @@ namespace pacl::nsa_compress_attention {
 namespace {
 
 // The document's ranges.
-constexpr int64_t kSizeMultiple = 16;             // compressBlockSize, compressStride, selectBlockSize, D
-constexpr int64_t kMaxCompressBlockSize = 128;
-constexpr int64_t kMaxCompressStride = 64;
-constexpr int64_t kMaxSelectBlockSize = 128;
+constexpr int64_t kSizeMultiple = 16;  // compressBlockSize, compressStride, selectBlockSize, D
 constexpr int64_t kMaxSelectBlockCount = 32;
 constexpr int64_t kMaxCmpKvLength = 14000;        // CmpS_kv of each sequence
 constexpr int64_t kGroupDivides = 128;            // G < 128 and 128 % G == 0
@@ -54,23 +52,6 @@ bool CheckDTypes(OpChecker& check, const ::aclTensor* query, const ::aclTensor* 
   return check.DType(max->desc, "softmaxMaxOut", {ACL_FLOAT}) && check.PlainFormat(max->desc, "softmaxMaxOut") &&
          check.DType(sum->desc, "softmaxSumOut", {ACL_FLOAT}) && check.PlainFormat(sum->desc, "softmaxSumOut") &&
          check.DType(topk->desc, "topkIndicesOut", {ACL_INT32}) && check.PlainFormat(topk->desc, "topkIndicesOut");
-}
-
-// compressBlockSize l, compressStride d, selectBlockSize l', selectBlockCount.
-bool CheckBlocks(OpChecker& check, int64_t l, int64_t d, int64_t l_select, int64_t count) {
-  return check.Check(l >= kSizeMultiple && l <= kMaxCompressBlockSize && l % kSizeMultiple == 0,
-                     "compressBlockSize must be a multiple of 16 in [16, 128], got %lld", LL(l)) &&
-         check.Check(d >= kSizeMultiple && d <= kMaxCompressStride && d % kSizeMultiple == 0,
-                     "compressStride must be a multiple of 16 in [16, 64], got %lld", LL(d)) &&
-         check.Check(l_select >= kSizeMultiple && l_select <= kMaxSelectBlockSize && l_select % kSizeMultiple == 0,
-                     "selectBlockSize must be a multiple of 16 in [16, 128], got %lld", LL(l_select)) &&
-         check.Check(l >= d, "compressBlockSize (%lld) must be at least compressStride (%lld)", LL(l), LL(d)) &&
-         check.Check(l_select >= l, "selectBlockSize (%lld) must be at least compressBlockSize (%lld)", LL(l_select),
-                     LL(l)) &&
-         check.Check(l_select % d == 0, "selectBlockSize (%lld) must be a multiple of compressStride (%lld)",
-                     LL(l_select), LL(d)) &&
-         check.Check(count >= 1 && count <= kMaxSelectBlockCount, "selectBlockCount must be in [1, 32], got %lld",
-                     LL(count));
 }
 
 // The layout, the ranks and shapes of query, key and value, the attributes and the head structure.
@@ -220,7 +201,8 @@ extern "C" aclnnStatus aclnnNsaCompressAttentionGetWorkspaceSize(
   nca::AttentionShape& s = params.shape;
   if (!nca::CheckDTypes(check, query, key, value, attenMaskOptional, topkMaskOptional, softmaxMaxOut, softmaxSumOut,
                         attentionOutOut, topkIndicesOut) ||
-      !nca::CheckBlocks(check, compressBlockSize, compressStride, selectBlockSize, selectBlockCount) ||
+      !pacl::nsa_block_rules::CheckBlocks(check, compressBlockSize, compressStride, "compressStride", selectBlockSize,
+                                          selectBlockCount, nca::kMaxSelectBlockCount) ||
       !nca::CheckInputs(check, query->desc, key->desc, value->desc, inputLayout, scaleValue, headNum, sparseMode,
                         attenMaskOptional != nullptr, &s)) {
     return check.status();

@@ -18,6 +18,10 @@ struct RowMap {
   TensorDesc t;
   int64_t batch = 0, token = 0, head = 0, dim = 0;
   int64_t d = 0;  // D
+  // Row (b, i, n) of a batch entry whose first token is first_token.
+  const char* Row(int64_t b, int64_t first_token, int64_t i, int64_t n) const {
+    return t.ElementAt(t.offset + b * batch + (first_token + i) * token + n * head);
+  }
 };
 
 // Row (page, r, h) of key or value: element t.offset + page * page_stride + r * row + h * head, D elements `dim`
@@ -26,12 +30,19 @@ struct PageMap {
   TensorDesc t;
   int64_t page_stride = 0, row = 0, head = 0, dim = 0;
   int64_t d = 0;
+  const char* Row(int64_t page, int64_t r, int64_t h) const {
+    return t.ElementAt(t.offset + page * page_stride + r * row + h * head);
+  }
 };
 
 // topkIndices element (b, i, h, slot): t.offset + b * batch + (first token of b + i) * token + h * head + slot * slot.
 struct TopkMap {
   TensorDesc t;
   int64_t batch = 0, token = 0, head = 0, slot = 0;
+  // The element index of slot 0 of (b, i, h) for a batch entry whose first token is first_token.
+  int64_t First(int64_t b, int64_t first_token, int64_t i, int64_t h) const {
+    return t.offset + b * batch + (first_token + i) * token + h * head;
+  }
 };
 
 struct InferShape {

@@ -21,20 +21,20 @@
 // attention's vector loops (nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h: canonical fused
 // multiply-add sums, a fixed tree or a fixed term order per element, never dependent on the vector width). P_cmp is
 // one fp32 division per element; w and the scores are scalar fp32 sums in the order written above (g ascending; m
-// outer, n inner, both ascending).
+// outer, n inner, both ascending): nsa_block_selection.h, shared with NsaCompressAttentionInfer.
 //
 // Parallelism and memory. Tasks are chunks of (KV head, query token) items, the head outermost (the threads share one
 // head's keys and values at a time); every item writes its own rows of the four outputs, nothing else. Per item: the
 // G query rows widened to fp32, the key list as row pointers into key and value (nsa_attention_rows.h: in place where
-// the rows have unit stride along D, else gathered into fp32 rows), the G x |list| scores, w and the block scores: O(G * max K_b) floats
-// per thread, no T x T buffer, no workspace.
+// the rows have unit stride along D, else gathered into fp32 rows), the G x |list| scores, w and the block scores:
+// O(G * max K_b) floats per thread, no T x T buffer, no workspace.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "nsa_compress_attention/cpu/nsa_block_selection.h"
 #include "nsa_compress_attention/nsa_compress_attention_params.h"
 #include "nsa_selected_attention/cpu/nsa_attention_rows.h"
 #include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
@@ -53,32 +53,18 @@ constexpr int64_t kItemsPerChunk = 8;
 constexpr int64_t kScoresPadding = 16;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 using nsa_attention_rows::ReadRow;
 using nsa_attention_rows::RowList;
 using nsa_attention_rows::SequenceOfToken;
 using nsa_attention_rows::WriteRow;
 using nsa_attention_rows::WriteStatistic;
+using nsa_block_selection::Candidate;
 
 // A 2-D BOOL / UINT8 mask's element (row, column): nonzero = masked.
 bool Masked(const TensorDesc& mask, int64_t row, int64_t column) {
   return *reinterpret_cast<const uint8_t*>(mask.ElementAt(mask.offset + row * mask.strides[0] +
                                                           column * mask.strides[1])) != 0;
-}
-
-// A candidate select block and its score.
-struct Candidate {
-  float score = 0.0f;
-  int64_t block = 0;
-};
-
-// The selection order: a NaN score first, then higher scores, then the lower block index.
-bool Before(const Candidate& a, const Candidate& b) {
-  const bool a_nan = std::isnan(a.score), b_nan = std::isnan(b.score);
-  if (a_nan != b_nan) return a_nan;
-  if (!a_nan && a.score != b.score) return a.score > b.score;
-  return a.block < b.block;
 }
 
 struct Scratch {
@@ -124,13 +110,7 @@ void Attend(const ForwardParams& p, int64_t h, int64_t t, Scratch* x) {
     const float* e = x->scores.data() + g * x->stride;
     float* row = x->row.data();
     nsa_attention_rows::FinishRow(st, x->acc.data() + g * s.dim_v, s.dim_v, row);
-    // Each key's probability into its window sums: NaN throughout when a score is NaN or +inf.
-    if (st.max != -kInf) {
-      const bool finite = st.max < kInf;
-      for (int64_t k = 0; k < keys; ++k) {
-        x->weights[static_cast<size_t>(x->visible[static_cast<size_t>(k)])] += finite ? e[k] / st.sum : kNaN;
-      }
-    }
+    nsa_block_selection::AddProbabilities(st, e, keys, x->visible.data(), x->weights.data());
     WriteRow(p.out, t, h * g_count + g, row);
     WriteStatistic(p.softmax_max, t, h * g_count + g, st.max);
     WriteStatistic(p.softmax_sum, t, h * g_count + g, st.sum);
@@ -143,27 +123,12 @@ void Select(const ForwardParams& p, const Sequence& seq, int64_t h, int64_t t, S
   const int64_t u = t - seq.q_start;
   const int64_t keys = seq.kv_end - seq.kv_start;
   const float* w = x->weights.data();
-  std::vector<Candidate>& best = x->best;
-  best.clear();
-  for (int64_t j = 0; j < seq.select_blocks; ++j) {
-    if (p.has_topk_mask && Masked(p.topk_mask, u, j)) continue;
-    float score = 0.0f;
-    for (int64_t m = 0; m < s.select_per_cmp; ++m) {
-      for (int64_t n = 0; n < s.cmp_per_stride; ++n) {
-        const int64_t i = s.select_per_cmp * j - m - n;
-        if (i >= 0 && i < keys) score += w[i];
-      }
-    }
-    const Candidate c{score, j};
-    if (static_cast<int64_t>(best.size()) == s.select_count && !Before(c, best.back())) continue;
-    auto at = std::upper_bound(best.begin(), best.end(), c, Before);
-    best.insert(at, c);
-    if (static_cast<int64_t>(best.size()) > s.select_count) best.pop_back();
-  }
+  nsa_block_selection::SelectBlocks(
+      w, keys, s.select_per_cmp, s.cmp_per_stride, seq.select_blocks, s.select_count,
+      [&](int64_t j) { return !(p.has_topk_mask && Masked(p.topk_mask, u, j)); }, &x->best);
   const TensorDesc& topk = p.topk;
   for (int64_t slot = 0; slot < s.select_count; ++slot) {
-    const int32_t index =
-        slot < static_cast<int64_t>(best.size()) ? static_cast<int32_t>(best[static_cast<size_t>(slot)].block) : -1;
+    const int32_t index = nsa_block_selection::SlotIndex(x->best, slot);
     std::memcpy(topk.ElementAt(topk.offset + t * topk.strides[0] + h * topk.strides[1] + slot * topk.strides[2]),
                 &index, sizeof index);
   }

@@ -73,6 +73,17 @@ size_t SequenceOfToken(const std::vector<Sequence>& sequences, int64_t t) {
   return lo;
 }
 
+// The batch entry holding item row r of an inference kernel: batches sorted by first_item (Batch has first_item and
+// rows), empty ones skipped.
+template <class Batch>
+size_t BatchOfRow(const std::vector<Batch>& batches, int64_t r) {
+  const auto after = std::upper_bound(batches.begin(), batches.end(), r,
+                                      [](int64_t row, const Batch& batch) { return row < batch.first_item; });
+  size_t b = static_cast<size_t>(after - batches.begin()) - 1;
+  while (batches[b].rows == 0 || r >= batches[b].first_item + batches[b].rows) ++b;
+  return b;
+}
+
 // Row pointers of a list of key (or value) rows: in place where the rows have unit stride along D, else gathered into
 // fp32 rows.
 class RowList {

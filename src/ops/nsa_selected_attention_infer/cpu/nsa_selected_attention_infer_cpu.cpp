@@ -41,14 +41,6 @@ using nsa_selected_attention::RowStatistics;
 
 constexpr int64_t kItemsPerChunk = 8;
 
-const char* QueryRow(const RowMap& m, const Batch& batch, int64_t b, int64_t i, int64_t n) {
-  return m.t.ElementAt(m.t.offset + b * m.batch + (batch.first_token + i) * m.token + n * m.head);
-}
-
-const char* PageRow(const PageMap& m, int64_t page, int64_t row, int64_t h) {
-  return m.t.ElementAt(m.t.offset + page * m.page_stride + row * m.row + h * m.head);
-}
-
 struct Item {
   const Params& params;
 
@@ -75,7 +67,7 @@ struct Item {
     const int64_t position = batch.kv_length - batch.q_length + i;
     const int64_t visible_end = std::min(batch.kv_length, position + 1);
     const TopkMap& k = params.topk;
-    const int64_t topk_row = k.t.offset + b * k.batch + (batch.first_token + i) * k.token + h * k.head;
+    const int64_t topk_row = k.First(b, batch.first_token, i, h);
     const TensorDesc& table = params.block_table;
     for (int64_t slot = 0; slot < s.block_count; ++slot) {
       const int64_t index = LoadIndex(k.t, topk_row + slot * k.slot);
@@ -87,15 +79,15 @@ struct Item {
             LoadIndex(table, table.offset + b * table.strides[0] + (p / s.page_block_size) * table.strides[1]);
         if (page < 0 || page >= s.pages) continue;
         const int64_t row = p % s.page_block_size;
-        x->keys.AddAddress(PageRow(params.key, page, row, h));
-        x->values.AddAddress(PageRow(params.value, page, row, h));
+        x->keys.AddAddress(params.key.Row(page, row, h));
+        x->values.AddAddress(params.value.Row(page, row, h));
       }
     }
   }
 
   void WriteOutputRow(int64_t b, const Batch& batch, int64_t i, int64_t n, const float* row) const {
     const RowMap& o = params.out;
-    StoreFromFloat(row, o.t.dtype, const_cast<char*>(QueryRow(o, batch, b, i, n)), o.dim, o.d);
+    StoreFromFloat(row, o.t.dtype, const_cast<char*>(o.Row(b, batch.first_token, i, n)), o.dim, o.d);
   }
 
   void operator()(int64_t h, int64_t b, const Batch& batch, int64_t i, Scratch* x) const {
@@ -110,7 +102,8 @@ struct Item {
     }
     const RowMap& q = params.query;
     for (int64_t g = 0; g < g_count; ++g) {
-      LoadAsFloat(q.t.dtype, QueryRow(q, batch, b, i, h * g_count + g), q.dim, x->q.data() + g * s.dim_qk, s.dim_qk);
+      LoadAsFloat(q.t.dtype, q.Row(b, batch.first_token, i, h * g_count + g), q.dim, x->q.data() + g * s.dim_qk,
+                  s.dim_qk);
     }
     AttendKeyList(x->q.data(), g_count, s.dim_qk, s.dim_v, s.scale, x->keys, x->values, x->scores.data(), x->stride,
                   &x->stats, x->acc.data());
@@ -120,15 +113,6 @@ struct Item {
     }
   }
 };
-
-// The batch entry holding item row r (batches sorted by first_item).
-size_t BatchOfRow(const std::vector<Batch>& batches, int64_t r) {
-  const auto after = std::upper_bound(batches.begin(), batches.end(), r,
-                                      [](int64_t row, const Batch& batch) { return row < batch.first_item; });
-  size_t b = static_cast<size_t>(after - batches.begin()) - 1;
-  while (batches[b].rows == 0 || r >= batches[b].first_item + batches[b].rows) ++b;  // skip empty entries
-  return b;
-}
 
 }  // namespace
 
@@ -140,7 +124,7 @@ aclnnStatus RunCpu(const Params& params, void* /*workspace*/) {
     Item::Scratch scratch(params);
     for (int64_t it = begin; it < end; ++it) {
       const int64_t h = it / rows, r = it % rows;
-      const size_t b = BatchOfRow(params.batches, r);
+      const size_t b = nsa_attention_rows::BatchOfRow(params.batches, r);
       const Batch& batch = params.batches[b];
       item(h, static_cast<int64_t>(b), batch, r - batch.first_item, &scratch);
     }
