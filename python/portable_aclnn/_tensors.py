@@ -266,6 +266,14 @@ def _pooled_host_tensor(shape, dtype, count, nbytes):
     return torch.frombuffer(buffer, dtype=dtype, count=count).view(shape)
 
 
+def empty_of_dtype(reference, shape, dtype):
+    """A new array of reference's kind and device with dtype "float32" or "int32" (the same name in torch and
+    NumPy)."""
+    if isinstance(reference, _TENSOR_TYPE):
+        return reference.new_empty(shape, dtype=getattr(torch, dtype))
+    return np.empty(shape, dtype=dtype)
+
+
 def empty_like_kind(reference, shape):
     """A new uninitialised array of shape, of reference's kind (torch or NumPy), dtype and device (contiguous)."""
     if isinstance(reference, _TENSOR_TYPE):

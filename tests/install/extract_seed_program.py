@@ -9,15 +9,16 @@ Each seed is an operator document of CANN's with a complete calling example: the
     extract_seed_program.py <out-dir>
 
 writes seed_<document>.cpp into out-dir for every seed, and nsa_<document>.cpp for every document beside the seeds
-in ../nsa whose program includes an operator header that include/aclnnop/ of this repository has (the NSA family's
-other operators are not implemented yet: their programs would not build), and prints the paths, one per line. The
+in ../nsa whose program includes an operator header that include/aclnnop/ of this repository has (all six today; a
+document of an operator not implemented would not build), and prints the paths, one per line. The
 documents are looked for in $PACL_SEEDS_DIR, then ../shared/spec/seeds beside the repository, then
 /work/shared/spec/seeds; where there are none, it prints nothing and says so on stderr. Exit code 1 when a seed holds
 no program.
 
-One exception to "unchanged" (SAMPLE_FIXES): aclnnNsaSelectedAttentionInfer's sample copies "BSND" with strcpy into
-`char layOut[sLayerOut.length()]`, one byte short for the terminating 0 - undefined behaviour of the sample itself,
-which at -O2 on x86 clobbers its stream handle. Its buffer gets the missing byte, and nothing else changes.
+One exception to "unchanged" (SAMPLE_FIXES): the samples of aclnnNsaSelectedAttentionInfer and
+aclnnNsaCompressAttentionInfer copy their layout with strcpy into `char layOut[sLayerOut.length()]`, one byte short
+for the terminating 0 - undefined behaviour of the samples themselves, which at -O2 on x86 clobbers the stream
+handle. The buffer gets the missing byte, and nothing else changes.
 """
 import os
 import pathlib
@@ -44,8 +45,9 @@ def sample_program(lines):
 
 # (document stem, line as the document has it, line as compiled): fixes of defects in CANN's samples themselves.
 SAMPLE_FIXES = [
-    ("aclnnNsaSelectedAttentionInfer", "char layOut[sLayerOut.length()];",
-     "char layOut[sLayerOut.length() + 1];  // portable-aclnn: + 1 for the terminating 0, which the sample overflows"),
+    (document, "char layOut[sLayerOut.length()];",
+     "char layOut[sLayerOut.length() + 1];  // portable-aclnn: + 1 for the terminating 0, which the sample overflows")
+    for document in ("aclnnNsaSelectedAttentionInfer", "aclnnNsaCompressAttentionInfer")
 ]
 
 

@@ -32,7 +32,8 @@ import numpy as np
 
 from .._library import api
 from .._operator import DOUBLE, INT64, INT_ARRAY, REQUIRED, STRING, TENSOR, AclnnCall, Entry, needs_autograd
-from .._tensors import Operands, empty_like_kind, int_array, is_torch, require_array, sequence_ends, torch
+from .._tensors import (Operands, empty_like_kind, empty_of_dtype, int_array, is_torch, require_array, sequence_ends,
+                        torch)
 
 ACLNN = (
     AclnnCall("aclnnNsaCompressAttention", (TENSOR, TENSOR, TENSOR, TENSOR, TENSOR, INT_ARRAY, INT_ARRAY, INT_ARRAY,
@@ -77,13 +78,6 @@ def _mask(mask):
     return mask
 
 
-def _new(reference, shape, dtype):
-    """A new array of reference's kind and device; dtype "float32" or "int32" (the same name in torch and NumPy)."""
-    if is_torch(reference):
-        return reference.new_empty(shape, dtype=getattr(torch, dtype))
-    return np.empty(shape, dtype=dtype)
-
-
 def plain_forward(query, key, value, scale_value, head_num, compress_block_size, compress_stride, select_block_size,
                   select_block_count, topk_mask=None, atten_mask=None, actual_seq_qlen=None,
                   actual_cmp_seq_kvlen=None, actual_sel_seq_kvlen=None, sparse_mode=None):
@@ -97,9 +91,9 @@ def plain_forward(query, key, value, scale_value, head_num, compress_block_size,
     tokens, heads = int(query.shape[0]), int(query.shape[1])
     out = empty_like_kind(query, (tokens, heads, int(value.shape[2])))
     stats = (tokens, heads, STATISTICS_LANES)
-    softmax_max, softmax_sum = _new(query, stats, "float32"), _new(query, stats, "float32")
+    softmax_max, softmax_sum = empty_of_dtype(query, stats, "float32"), empty_of_dtype(query, stats, "float32")
     # A negative count makes an empty output, so that the operator reports selectBlockCount's rule.
-    topk_indices = _new(query, (tokens, int(key.shape[1]), max(int(select_block_count), 0)), "int32")
+    topk_indices = empty_of_dtype(query, (tokens, int(key.shape[1]), max(int(select_block_count), 0)), "int32")
     cmp_ends = sequence_ends(key.shape[0], actual_cmp_seq_kvlen)
     sel = (select_ends(cmp_ends, select_block_size, compress_stride) if actual_sel_seq_kvlen is None
            else sequence_ends(0, actual_sel_seq_kvlen))

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "aclnnop/aclnn_nsa_select_attention_infer.h"
+#include "nsa_selected_attention_infer/nsa_paged_rules.h"
 #include "nsa_selected_attention_infer/nsa_selected_attention_infer_params.h"
 #include "pacl/op_glue.h"
 #include "pacl/tensor.h"
@@ -43,17 +44,6 @@ bool ParseLayout(OpChecker& check, const char* text, Layout* layout) {
                               "\"%.16s\"", text);
   }
   return true;
-}
-
-bool CheckDTypes(OpChecker& check, const TensorDesc& query, const TensorDesc& key, const TensorDesc& value,
-                 const TensorDesc& output, const TensorDesc& topk, const TensorDesc& table) {
-  if (!check.DType(query, "query", {ACL_FLOAT16, ACL_BF16}) || !check.PlainFormat(query, "query")) return false;
-  for (const auto& [desc, param] : {std::make_pair(&key, "key"), std::make_pair(&value, "value"),
-                                    std::make_pair(&output, "output")}) {
-    if (!check.SameDType(query, "query", *desc, param) || !check.PlainFormat(*desc, param)) return false;
-  }
-  return check.DType(topk, "topkIndices", {ACL_INT32}) && check.PlainFormat(topk, "topkIndices") &&
-         check.DType(table, "blockTableOptional", {ACL_INT32}) && check.PlainFormat(table, "blockTableOptional");
 }
 
 // The attributes, then query's, key's and value's shapes; fills the shape and the row maps of query, key and value.
@@ -104,35 +94,18 @@ bool CheckShapes(OpChecker& check, Layout layout, const TensorDesc& query, const
   }
   if (!check.Check(query_heads == num_heads, "numHeads must equal N of query (%s, layout %s), got %lld",
                    query.ShapeString().c_str(),
-                   layout == Layout::kBSND ? "BSND" : layout == Layout::kBSH ? "BSH" : "TND", LL(num_heads)) ||
+                   layout == Layout::kBSND  ? "BSND"
+                   : layout == Layout::kBSH ? "BSH"
+                                            : "TND",
+                   LL(num_heads)) ||
       !check.Check(dim_qk == kDimQk, "D of query (%s) must be 192, got %lld", query.ShapeString().c_str(),
                    LL(dim_qk)) ||
-      !check.Check(key.rank == 3 || key.rank == 4,
-                   "key must be 3-D (blockNum, pageBlockSize, N * D) or 4-D (blockNum, pageBlockSize, N, D), got %s",
-                   key.ShapeString().c_str()) ||
-      !check.Check(value.rank == key.rank, "value (%s) must have key's rank (%s)", value.ShapeString().c_str(),
-                   key.ShapeString().c_str()) ||
-      !check.Check(key.shape[1] == page_block_size, "dim 1 of key (%s) must equal pageBlockSize %lld",
-                   key.ShapeString().c_str(), LL(page_block_size)) ||
-      !check.Check(key.shape[0] >= 1, "key (%s) must hold at least one page (dim 0)", key.ShapeString().c_str()) ||
-      !check.Check(value.shape[0] == key.shape[0] && value.shape[1] == key.shape[1],
-                   "value (%s) must have key's pages (dims 0 and 1 of %s)", value.ShapeString().c_str(),
-                   key.ShapeString().c_str())) {
+      !nsa_paged_rules::CheckPages(check, key, value, page_block_size)) {
     return false;
   }
   // key and value pages: (blockNum, pageBlockSize, N2 * D) or (blockNum, pageBlockSize, N2, D).
   const auto page_map = [&](const TensorDesc& t, const char* param, int64_t want_dim, PageMap* map) {
-    int64_t heads = 0, dim = 0;
-    if (t.rank == 4) {
-      heads = t.shape[2];
-      dim = t.shape[3];
-      *map = {t, t.strides[0], t.strides[1], t.strides[2], t.strides[3], dim};
-    } else {
-      heads = num_kv_heads;
-      dim = t.shape[2] % num_kv_heads == 0 ? t.shape[2] / num_kv_heads : 0;
-      *map = {t, t.strides[0], t.strides[1], dim * t.strides[2], t.strides[2], dim};
-    }
-    return check.Check(heads == num_kv_heads && dim == want_dim,
+    return check.Check(nsa_paged_rules::MapPages(t, num_kv_heads, map) && map->d == want_dim,
                        "%s (%s) must hold numKeyValueHeads = %lld heads of D = %lld per row (N * D = %lld)", param,
                        t.ShapeString().c_str(), LL(num_kv_heads), LL(want_dim), LL(num_kv_heads * want_dim));
   };
@@ -295,8 +268,8 @@ extern "C" aclnnStatus aclnnNsaSelectedAttentionInferGetWorkspaceSize(
   infer::Params params;
   infer::Layout layout = infer::Layout::kBSND;
   const TensorDesc& q = query->desc;
-  if (!infer::CheckDTypes(check, q, key->desc, value->desc, output->desc, topkIndices->desc,
-                          blockTableOptional->desc) ||
+  if (!pacl::nsa_paged_rules::CheckDTypes(check, q, key->desc, value->desc, output->desc, topkIndices->desc,
+                                          "topkIndices", blockTableOptional->desc) ||
       !infer::ParseLayout(check, layoutOptional, &layout) ||
       !infer::CheckShapes(check, layout, q, key->desc, value->desc, numHeads, numKeyValueHeads, selectBlockSize,
                           selectBlockCount, pageBlockSize, &params) ||

@@ -12,6 +12,7 @@
 
 #include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
 #include "pacl/convert.h"
+#include "pacl/parallel.h"
 #include "pacl/tensor.h"
 
 namespace pacl::nsa_attention_rows {
@@ -82,6 +83,24 @@ size_t BatchOfRow(const std::vector<Batch>& batches, int64_t r) {
   size_t b = static_cast<size_t>(after - batches.begin()) - 1;
   while (batches[b].rows == 0 || r >= batches[b].first_item + batches[b].rows) ++b;
   return b;
+}
+
+// The inference kernels' task loop: (KV head, row) items, the head outermost, rows numbered over the batch entries in
+// order, in chunks of items_per_chunk; each chunk has its own Item::Scratch and calls item(h, b, batch, i, &scratch)
+// for row i of batch entry b.
+template <class Item, class Batch>
+void ForEachHeadAndRow(const Item& item, int64_t kv_heads, const std::vector<Batch>& batches, int64_t rows,
+                       int64_t items_per_chunk) {
+  if (rows == 0) return;
+  ParallelFor(kv_heads * rows, items_per_chunk, [&](int64_t begin, int64_t end) {
+    typename Item::Scratch scratch(item.params);
+    for (int64_t it = begin; it < end; ++it) {
+      const int64_t h = it / rows, r = it % rows;
+      const size_t b = BatchOfRow(batches, r);
+      const Batch& batch = batches[b];
+      item(h, static_cast<int64_t>(b), batch, r - batch.first_item, &scratch);
+    }
+  });
 }
 
 // Row pointers of a list of key (or value) rows: in place where the rows have unit stride along D, else gathered into

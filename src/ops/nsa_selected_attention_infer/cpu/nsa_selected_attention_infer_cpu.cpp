@@ -29,7 +29,6 @@
 #include "nsa_selected_attention_infer/nsa_selected_attention_infer_params.h"
 #include "pacl/convert.h"
 #include "pacl/index.h"
-#include "pacl/parallel.h"
 
 namespace pacl::nsa_selected_attention_infer {
 namespace {
@@ -117,18 +116,8 @@ struct Item {
 }  // namespace
 
 aclnnStatus RunCpu(const Params& params, void* /*workspace*/) {
-  const int64_t rows = params.total_rows;
-  if (rows == 0) return ACLNN_SUCCESS;
-  const Item item{params};
-  ParallelFor(params.shape.kv_heads * rows, kItemsPerChunk, [&](int64_t begin, int64_t end) {
-    Item::Scratch scratch(params);
-    for (int64_t it = begin; it < end; ++it) {
-      const int64_t h = it / rows, r = it % rows;
-      const size_t b = nsa_attention_rows::BatchOfRow(params.batches, r);
-      const Batch& batch = params.batches[b];
-      item(h, static_cast<int64_t>(b), batch, r - batch.first_item, &scratch);
-    }
-  });
+  nsa_attention_rows::ForEachHeadAndRow(Item{params}, params.shape.kv_heads, params.batches, params.total_rows,
+                                        kItemsPerChunk);
   return ACLNN_SUCCESS;
 }
 
