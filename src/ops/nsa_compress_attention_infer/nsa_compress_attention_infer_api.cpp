@@ -23,6 +23,7 @@ namespace {
 constexpr int64_t kMaxBatch = 10000;        // B
 constexpr int64_t kMaxQueryTokens = 4;      // S of query
 constexpr int64_t kGroupDivides = 128;      // G <= 128 and 128 % G == 0
+constexpr int64_t kDimMultiple = 16;        // D of query, key and value (NsaCompressAttention's rule)
 constexpr int64_t kMaxDimQk = 192;          // D of query and key
 constexpr int64_t kMaxDimV = 128;           // D of value and output
 constexpr int64_t kMaxPageBlockSize = 128;  // a multiple of 16
@@ -69,8 +70,9 @@ bool CheckShapes(OpChecker& check, bool tnd, const TensorDesc& query, const Tens
                  : RowMap{query, query.strides[0], query.strides[1], query.strides[2], query.strides[3], dim_qk};
   if (!check.Check(query_heads == num_heads, "numHeads must equal N of query (%s, layout %s), got %lld",
                    query.ShapeString().c_str(), tnd ? "TND" : "BSND", LL(num_heads)) ||
-      !check.Check(dim_qk >= 1 && dim_qk <= kMaxDimQk, "D of query (%s) must be in [1, 192], got %lld",
-                   query.ShapeString().c_str(), LL(dim_qk)) ||
+      !check.Check(dim_qk >= kDimMultiple && dim_qk <= kMaxDimQk && dim_qk % kDimMultiple == 0,
+                   "D of query (%s) must be a multiple of 16 in [16, 192], got %lld", query.ShapeString().c_str(),
+                   LL(dim_qk)) ||
       !nsa_paged_rules::CheckPages(check, key, value, page_block_size)) {
     return false;
   }
@@ -80,8 +82,9 @@ bool CheckShapes(OpChecker& check, bool tnd, const TensorDesc& query, const Tens
       !check.Check(nsa_paged_rules::MapPages(value, num_kv_heads, &p->value),
                    "value (%s) must hold numKeyValueHeads = %lld heads per row (N * D, D at least 1)",
                    value.ShapeString().c_str(), LL(num_kv_heads)) ||
-      !check.Check(p->value.d <= kMaxDimV && p->value.d <= dim_qk,
-                   "D of value (%lld, from %s) must be at most 128 and at most D of query and key (%lld)",
+      !check.Check(p->value.d % kDimMultiple == 0 && p->value.d <= kMaxDimV && p->value.d <= dim_qk,
+                   "D of value (%lld, from %s) must be a multiple of 16, at most 128 and at most D of query and key "
+                   "(%lld)",
                    LL(p->value.d), value.ShapeString().c_str(), LL(dim_qk))) {
     return false;
   }

@@ -213,6 +213,7 @@ TEST_F(NsaCompressAttentionInferValidation, Shapes) {
   ExpectInvalidWith(&Args::key, Tensor({3, 64, 96}), {"key", "[3, 64, 96]", "D = 64"});
   ExpectInvalidWith(&Args::value, Tensor({4, 64, 64}), {"value", "[4, 64, 64]", "pages"});
   ExpectInvalidWith(&Args::value, Tensor({3, 64, 160}), {"D of value", "80"});
+  ExpectInvalidWith(&Args::value, Tensor({3, 64, 48}), {"D of value", "24", "multiple of 16"});
   ExpectInvalidWith(&Args::table, Tensor({2}, ACL_INT32), {"blockTableOptional", "2-D", "[2]"});
   ExpectInvalidWith(&Args::out, DeviceTensor::Output({2, 4, 64}, ACL_FLOAT16, Layout::kContiguous),
                     {"output", "[2, 4, 64]"});
@@ -222,7 +223,11 @@ TEST_F(NsaCompressAttentionInferValidation, Shapes) {
   Args a = Valid();
   a.query = query.get();
   a.key = key.get();
-  ExpectInvalid(a, {"D of query", "208", "192"});
+  ExpectInvalid(a, {"D of query", "multiple of 16 in [16, 192]", "208"});
+  DeviceTensor query24 = Tensor({2, 4, 24}), key24 = Tensor({3, 64, 48});
+  a.query = query24.get();
+  a.key = key24.get();
+  ExpectInvalid(a, {"D of query", "multiple of 16", "24"});
 }
 
 TEST_F(NsaCompressAttentionInferValidation, LengthArrays) {
