@@ -114,7 +114,7 @@ bool ListBatches(OpChecker& check, bool tnd, const TensorDesc& query, const Tens
   InferShape& s = p->shape;
   if (!check.Rank(table, "blockTableOptional", 2)) return false;
   const int64_t batch = table.shape[0], columns = table.shape[1];
-  const int64_t capacity = std::min(kMaxCmpLength, columns * s.page_block_size);
+  const int64_t capacity = std::min(kMaxCmpLength, nsa_paged_rules::PagedCapacity(columns, s.page_block_size));
   std::vector<int64_t> q_lengths, cmp_lengths, sel_lengths;
   if (!check.Check(batch >= 1 && batch <= kMaxBatch,
                    "blockTableOptional (%s) must have one row per batch entry, 1 to 10000 of them",

@@ -8,6 +8,7 @@
 
 #include "aclnnop/aclnn_nsa_compress_with_cache.h"
 #include "nsa_compress_with_cache/nsa_compress_with_cache_params.h"
+#include "nsa_selected_attention_infer/nsa_paged_rules.h"
 #include "pacl/op_glue.h"
 #include "pacl/tensor.h"
 #include "pacl/tensor_objects.h"
@@ -126,7 +127,8 @@ bool ListEntries(OpChecker& check, const aclIntArray& lengths, const TensorDesc&
     return false;
   }
   const CacheShape& s = p->shape;
-  const int64_t capacity = s.paged ? table->desc.shape[1] * s.page_block_size : input.shape[0];
+  const int64_t capacity =
+      s.paged ? nsa_paged_rules::PagedCapacity(table->desc.shape[1], s.page_block_size) : input.shape[0];
   int64_t total = 0;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = values[static_cast<size_t>(b)];

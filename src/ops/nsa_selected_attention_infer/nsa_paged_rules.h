@@ -26,6 +26,13 @@ inline bool CheckDTypes(OpChecker& check, const TensorDesc& query, const TensorD
          check.DType(table, "blockTableOptional", {ACL_INT32}) && check.PlainFormat(table, "blockTableOptional");
 }
 
+// The positions blockTableOptional's `columns` pages per entry hold, saturating at INT64_MAX (columns comes from a
+// tensor's shape: any int64).
+inline int64_t PagedCapacity(int64_t columns, int64_t page_block_size) {
+  int64_t capacity = 0;
+  return __builtin_mul_overflow(columns, page_block_size, &capacity) ? INT64_MAX : capacity;
+}
+
 // key 3-D (blockNum, pageBlockSize, N * D) or 4-D (blockNum, pageBlockSize, N, D) with at least one page of
 // page_block_size rows; value of its rank with the same pages.
 inline bool CheckPages(OpChecker& check, const TensorDesc& key, const TensorDesc& value, int64_t page_block_size) {

@@ -128,7 +128,7 @@ bool ListBatches(OpChecker& check, Layout layout, const TensorDesc& query, const
                  const aclIntArray* q_lengths_array, const aclIntArray& kv_lengths_array, Params* p) {
   if (!check.Rank(table, "blockTableOptional", 2)) return false;
   const int64_t batch = table.shape[0], columns = table.shape[1];
-  const int64_t capacity = columns * p->shape.page_block_size;
+  const int64_t capacity = nsa_paged_rules::PagedCapacity(columns, p->shape.page_block_size);
   if (!check.Check(batch >= 1 && batch <= kMaxBatch,
                    "blockTableOptional (%s) must have one row per batch entry, 1 to 3072 of them",
                    table.ShapeString().c_str()) ||

@@ -148,6 +148,19 @@ TEST_F(NsaCompressAttentionInferValidation, ValidCallsAreAccepted) {
   ExpectAccepted(a);
 }
 
+// src/ops/nsa_compress_attention_infer/fuzz/corpus/regress-table-columns-times-page-overflow: a table of 2^60 columns
+// (a broadcast view: strides 0) holds more positions than int64 counts; its capacity once overflowed (columns *
+// pageBlockSize) and now saturates: the call is valid (every entry's length is at most 8192).
+TEST_F(NsaCompressAttentionInferValidation, HugeTablesDoNotOverflow) {
+  const int64_t dims[] = {2, int64_t{1} << 60}, strides[] = {0, 0}, storage[] = {1};
+  aclTensor* table = aclCreateTensor(dims, 2, ACL_INT32, strides, 0, ACL_FORMAT_ND, storage, 1, ops_.table.data());
+  ASSERT_NE(table, nullptr) << optest::RecentErrorMessage();
+  Args a = Valid();
+  a.table = table;
+  ExpectAccepted(a);
+  aclDestroyTensor(table);
+}
+
 TEST_F(NsaCompressAttentionInferValidation, RequiredArgumentsMustNotBeNull) {
   const std::pair<const aclTensor * Args::*, const char*> tensors[] = {
       {&Args::query, "query"}, {&Args::key, "key"},

@@ -137,7 +137,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int64_t length : lengths.ends) {
     if (table_passed) {
       const std::vector<int64_t>& td = call.spec(table).dims;
-      FUZZ_CHECK(td.size() == 2 && td[0] == sd[0] && td[1] >= 1 && length >= 0 && length <= td[1] * page_block_size,
+      FUZZ_CHECK(td.size() == 2 && td[0] == sd[0] && td[1] >= 1 && length >= 0 &&
+                     (td[1] > INT64_MAX / page_block_size || length <= td[1] * page_block_size),
                  "%s accepted length %lld for blockTableOptional %s", kName, static_cast<long long>(length),
                  fuzz::DimsString(td).c_str());
     } else {

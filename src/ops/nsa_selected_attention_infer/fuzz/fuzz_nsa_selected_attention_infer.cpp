@@ -226,7 +226,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The batch: the table's rows, the arrays' entries, each entry's lengths.
   FUZZ_CHECK(td.size() == 2 && td[0] >= 1 && td[0] <= 3072 && td[1] >= 1, "%s accepted blockTableOptional %s", kName,
              fuzz::DimsString(td).c_str());
-  const int64_t b_count = td[0], capacity = td[1] * page_block_size;
+  // (Saturating: the table's columns come from its shape, any int64.)
+  const int64_t b_count = td[0], capacity = td[1] > INT64_MAX / page_block_size ? INT64_MAX : td[1] * page_block_size;
   FUZZ_CHECK(static_cast<int64_t>(kv_lengths.ends.size()) == b_count &&
                  (q_lengths.null || static_cast<int64_t>(q_lengths.ends.size()) == b_count),
              "%s accepted %zu kv and %zu query lengths for %lld entries", kName, kv_lengths.ends.size(),
