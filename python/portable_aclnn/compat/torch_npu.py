@@ -2,6 +2,7 @@
 
 from ..ops.nsa_compress import nsa_compress, nsa_compress_backward
 from ..ops.nsa_compress_attention import nsa_compress_attention
+from ..ops.nsa_compress_attention_infer import nsa_compress_attention_infer
 from ..ops.nsa_compress_with_cache import nsa_compress_infer
 from ..ops.nsa_selected_attention import nsa_select_attention, nsa_select_attention_backward
 from ..ops.nsa_selected_attention_infer import nsa_select_attention_infer
@@ -73,3 +74,16 @@ def npu_nsa_compress_infer(input, weight, slot_mapping, compress_block_size, com
     each entry's length (required); block_table None: input (T, N, D)."""
     return nsa_compress_infer(input, weight, slot_mapping, compress_block_size, compress_stride, page_block_size,
                               block_table, actual_seq_len, cache)
+
+
+def npu_nsa_compress_attention_infer(query, key, value, scale_value, head_num, key_value_head_num, select_block_size,
+                                     select_block_count, page_block_size, compress_block_size, compress_stride,
+                                     atten_mask=None, block_table=None, topk_mask=None, actual_seq_qlen=None,
+                                     actual_cmp_seq_kvlen=None, actual_sel_seq_kvlen=None):
+    """torch_npu.npu_nsa_compress_attention_infer: (output, topk_indices) over a paged cache of compressed tokens,
+    layout TND; block_table and actual_cmp_seq_kvlen (each entry's compressed length) are required; atten_mask and
+    topk_mask are not read."""
+    return nsa_compress_attention_infer(query, key, value, scale_value, head_num, key_value_head_num,
+                                        select_block_size, select_block_count, page_block_size, compress_block_size,
+                                        compress_stride, atten_mask, block_table, topk_mask, actual_seq_qlen,
+                                        actual_cmp_seq_kvlen, actual_sel_seq_kvlen)

@@ -12,10 +12,10 @@ dtype (FLOAT16 or BFLOAT16); topk_indices INT32 (T, N2, select_block_count) or (
 select blocks chosen per KV head, best first, -1 past the blocks: the input of nsa_select_attention_infer.
 atten_mask and topk_mask are accepted and not read. No autograd: an inference operator.
 
-The argument names and order: torch_npu's name for this operator and its signature are not in the documents at
-hand, so there is no compat.torch_npu alias; the order here is nsa_select_attention_infer's (the operator's
-inference sibling) with NsaCompressAttention's compression arguments and length names. The rules, the formulas and
-the decisions: docs/ops/nsa_compress_attention_infer.md.
+The argument names and order are torch_npu's npu_nsa_compress_attention_infer (compat.torch_npu has that name), plus
+layout at the end ("TND", torch_npu's only layout, or "BSND", which the C operator also takes). torch_npu's page lists
+actual_seq_qlen and actual_sel_seq_kvlen as not supported yet; here they select the multi-token form, as in the C
+operator. The rules, the formulas and the decisions: docs/ops/nsa_compress_attention_infer.md.
 """
 
 import ctypes
@@ -55,8 +55,8 @@ def output_shapes(query, value, key_value_head_num, select_block_count, layout):
 
 def nsa_compress_attention_infer(query, key, value, scale_value, head_num, key_value_head_num, select_block_size,
                                  select_block_count, page_block_size, compress_block_size, compress_stride,
-                                 layout="TND", atten_mask=None, block_table=None, topk_mask=None,
-                                 actual_seq_qlen=None, actual_cmp_seq_kvlen=None, actual_sel_seq_kvlen=None):
+                                 atten_mask=None, block_table=None, topk_mask=None, actual_seq_qlen=None,
+                                 actual_cmp_seq_kvlen=None, actual_sel_seq_kvlen=None, layout="TND"):
     """Compress attention over a paged cache (the module's docstring has the shapes); returns (output,
     topk_indices)."""
     for array, name in ((query, "query"), (key, "key"), (value, "value")):
@@ -82,14 +82,14 @@ def nsa_compress_attention_infer(query, key, value, scale_value, head_num, key_v
 
 
 def _fake(query, key, value, scale_value, head_num, key_value_head_num, select_block_size, select_block_count,
-          page_block_size, compress_block_size, compress_stride, layout="TND", atten_mask=None, block_table=None,
-          topk_mask=None, actual_seq_qlen=None, actual_cmp_seq_kvlen=None, actual_sel_seq_kvlen=None):
+          page_block_size, compress_block_size, compress_stride, atten_mask=None, block_table=None, topk_mask=None,
+          actual_seq_qlen=None, actual_cmp_seq_kvlen=None, actual_sel_seq_kvlen=None, layout="TND"):
     out_shape, topk_shape = output_shapes(query, value, key_value_head_num, select_block_count, layout)
     return query.new_empty(out_shape), query.new_empty(topk_shape, dtype=torch.int32)
 
 
 def _command_line(query, key, value, block_table, **attributes):
-    """The command line's form: its inputs come first, in `inputs` order (block_table is the schema's 14th)."""
+    """The command line's form: its inputs come first, in `inputs` order (block_table is the schema's 13th)."""
     return nsa_compress_attention_infer(query, key, value, block_table=block_table, **attributes)
 
 
@@ -97,9 +97,9 @@ ENTRIES = (
     Entry(name="nsa_compress_attention_infer", public=nsa_compress_attention_infer, function=_command_line,
           schema="(Tensor query, Tensor key, Tensor value, float scale_value, int head_num, int key_value_head_num, "
                  "int select_block_size, int select_block_count, int page_block_size, int compress_block_size, "
-                 "int compress_stride, str layout='TND', Tensor? atten_mask=None, Tensor? block_table=None, "
-                 "Tensor? topk_mask=None, int[]? actual_seq_qlen=None, int[]? actual_cmp_seq_kvlen=None, "
-                 "int[]? actual_sel_seq_kvlen=None) -> (Tensor, Tensor)",
+                 "int compress_stride, Tensor? atten_mask=None, Tensor? block_table=None, Tensor? topk_mask=None, "
+                 "int[]? actual_seq_qlen=None, int[]? actual_cmp_seq_kvlen=None, int[]? actual_sel_seq_kvlen=None, "
+                 "str layout='TND') -> (Tensor, Tensor)",
           fake=_fake, inputs=("query", "key", "value", "block_table"),
           attributes={"scale_value": REQUIRED, "head_num": REQUIRED, "key_value_head_num": REQUIRED,
                       "select_block_size": REQUIRED, "select_block_count": REQUIRED, "page_block_size": REQUIRED,

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import portable_aclnn as pa
+from portable_aclnn.compat import torch_npu
 from package_test_util import close
 
 DIM_QK, DIM_V = 64, 32
@@ -110,6 +111,19 @@ def test_several_tokens_see_the_windows_complete_at_their_position_in_bsnd():
                                                 actual_seq_qlen=q_lens, actual_cmp_seq_kvlen=cmp_lens,
                                                 actual_sel_seq_kvlen=[n + STRIDE for n in sel_lens])
     check(out, topk, q, k, v, table, cmp_lens, q_lens, None, torch.float16)
+
+
+def test_torch_npu_name_with_its_argument_order():
+    cmp_lens = [64, 100]
+    q, k, v, table = problem(torch.float16, 5, cmp_lens)
+    # torch_npu's page: query (T, N1, D) in TND, key / value (block_num, block_size, N2 * D), the lengths by keyword.
+    out, topk = torch_npu.npu_nsa_compress_attention_infer(q[:, 0], k.flatten(2), v.flatten(2), DIM_QK ** -0.5, 4, 2,
+                                                           SELECT, COUNT, PAGE, BLOCK, STRIDE, block_table=table,
+                                                           actual_cmp_seq_kvlen=cmp_lens)
+    check(out[:, None], topk[:, None], q, k, v, table, cmp_lens, [1, 1], None, torch.float16)
+    same_out, same_topk = pa.nsa_compress_attention_infer(q[:, 0], k, v, **attributes(), block_table=table,
+                                                          actual_cmp_seq_kvlen=cmp_lens)
+    assert torch.equal(out, same_out) and torch.equal(topk, same_topk)
 
 
 def test_numpy_and_the_torch_library_op_agree():
