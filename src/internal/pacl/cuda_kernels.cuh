@@ -120,6 +120,30 @@ inline unsigned int GridBlocks(int64_t items, int64_t per_block) {
   return static_cast<unsigned int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
+// ---- Small host arrays ----
+
+// Up to kInlineItems items of a small host array (an operator's sequence list) reach the GPU as a kernel argument,
+// which a one-block kernel stores into the workspace: a cudaMemcpyAsync from pageable host memory first waits for
+// the stream's earlier work, which would leave the GPU idle between calls queued back to back. Longer arrays go by
+// that copy.
+inline constexpr int kInlineBytes = 2048;
+template <class T>
+struct InlineArray {
+  static constexpr int kItems = kInlineBytes / static_cast<int>(sizeof(T));
+  T items[kItems];
+};
+
+template <class T>
+__global__ void StoreInlineArrayKernel(const InlineArray<T> array, int64_t count, T* out) {
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) out[i] = array.items[i];
+}
+
+// Copies host[0, count) to device (workspace memory) in stream order. ACLNN_SUCCESS, or 361001 with
+// "<op_name>: copying <what>: <CUDA error>".
+template <class T>
+aclnnStatus CopyToDevice(const char* op_name, const char* what, const T* host, size_t count, T* device,
+                         cudaStream_t stream);
+
 // Makes the call's GPU current on the calling thread (the stream's worker). ACLNN_SUCCESS, or 361001 with CUDA's
 // error in the message "<op_name>: cudaSetDevice(<id>): <name>: <text>".
 aclnnStatus Activate(const char* op_name, const KernelContext& context);
@@ -147,6 +171,22 @@ aclnnStatus DispatchFloating(const char* op_name, aclDataType dtype, Fn&& fn) {
     default:
       return UnsupportedDType(op_name, dtype);
   }
+}
+
+template <class T>
+aclnnStatus CopyToDevice(const char* op_name, const char* what, const T* host, size_t count, T* device,
+                         cudaStream_t stream) {
+  if (count == 0) return ACLNN_SUCCESS;
+  if (count <= static_cast<size_t>(InlineArray<T>::kItems)) {
+    InlineArray<T> array;
+    for (size_t i = 0; i < count; ++i) array.items[i] = host[i];
+    StoreInlineArrayKernel<T><<<1, 64, 0, stream>>>(array, static_cast<int64_t>(count), device);
+    return LaunchStatus(op_name, what);
+  }
+  if (cudaMemcpyAsync(device, host, count * sizeof(T), cudaMemcpyHostToDevice, stream) != cudaSuccess) {
+    return LaunchStatus(op_name, what);
+  }
+  return ACLNN_SUCCESS;
 }
 
 }  // namespace pacl::cuda

@@ -420,19 +420,6 @@ WorkspacePlan Plan(size_t sequence_count, int64_t partial_count) {
   return plan;
 }
 
-// Up to this many sequences reach the GPU as a kernel argument, which a one-block kernel stores into the workspace:
-// a cudaMemcpyAsync from pageable host memory first waits for the stream's earlier work, which would leave the GPU
-// idle between calls queued back to back. More go by that copy.
-constexpr int kInlineSequences = 64;
-struct InlineSequences {
-  Sequence items[kInlineSequences];
-};
-static_assert(sizeof(InlineSequences) + 64 <= 4096, "kernel arguments stay within 4 KiB");
-
-__global__ void StoreSequencesKernel(const InlineSequences sequences, int64_t count, Sequence* out) {
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) out[i] = sequences.items[i];
-}
-
 // What a launch needs besides the tensors: the stream and the device copy of the sequences.
 struct Call {
   cudaStream_t stream;
@@ -451,17 +438,10 @@ aclnnStatus Launch(const char* op_name, const std::vector<Sequence>& sequences, 
   call.sequence_count = static_cast<int64_t>(sequences.size());
   Sequence* device_sequences = cuda::WorkspaceArray<Sequence>(context.workspace, plan.device_sequences);
   call.sequences = device_sequences;
-  if (sequences.size() <= static_cast<size_t>(kInlineSequences)) {
-    if (!sequences.empty()) {
-      InlineSequences inline_sequences;
-      for (size_t i = 0; i < sequences.size(); ++i) inline_sequences.items[i] = sequences[i];
-      StoreSequencesKernel<<<1, kInlineSequences, 0, call.stream>>>(inline_sequences, call.sequence_count,
-                                                                    device_sequences);
-      if (aclnnStatus status = cuda::LaunchStatus(op_name, "storing the sequences")) return status;
-    }
-  } else if (cudaMemcpyAsync(device_sequences, sequences.data(), sequences.size() * sizeof(Sequence),
-                             cudaMemcpyHostToDevice, call.stream) != cudaSuccess) {
-    return cuda::LaunchStatus(op_name, "copying the sequences");
+  // (In stream order: a kernel argument for a few, else a copy; see cuda::CopyToDevice.)
+  if (aclnnStatus status = cuda::CopyToDevice(op_name, "copying the sequences", sequences.data(), sequences.size(),
+                                              device_sequences, call.stream)) {
+    return status;
   }
   return cuda::DispatchFloating</*kWithDouble=*/false>(op_name, tensors.input.dtype, [&](auto storage) {
     launch(storage, call);
