@@ -62,6 +62,7 @@
 #include "nsa_selected_attention/cpu/nsa_attention_rows.h"
 #include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
 #include "nsa_selected_attention/nsa_selected_attention_params.h"
+#include "nsa_selected_attention/nsa_selected_slots.h"
 #include "pacl/convert.h"
 #include "pacl/dtype.h"
 #include "pacl/index.h"
@@ -91,43 +92,12 @@ using nsa_attention_rows::SequenceOfToken;
 using nsa_attention_rows::WriteRow;
 using nsa_attention_rows::WriteStatistic;
 
-// The sequence holding global key block `block`.
-size_t SequenceOfBlock(const std::vector<Sequence>& sequences, int64_t block, int64_t block_size) {
-  const int64_t token = block * block_size;
-  size_t lo = 0, hi = sequences.size();
-  while (hi - lo > 1) {
-    const size_t mid = (lo + hi) / 2;
-    if (sequences[mid].kv_start <= token) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  while (lo + 1 < sequences.size() && sequences[lo].kv_end <= token) ++lo;
-  return lo;
-}
-
-// The visible keys slot `slot` of (token t, KV head h) selects: the block's first key token, and how many of its keys
-// are visible (0: the slot selects nothing, its index being out of range or its block masked).
-struct SlotKeys {
-  int64_t first_key = 0;
-  int64_t keys = 0;
-};
-
+// The keys slot `slot` of (token t, KV head h) selects (nsa_selected_slots.h).
 SlotKeys SlotOf(const TensorDesc& topk, const AttentionShape& s, const Sequence& seq, int64_t t, int64_t h,
                 int64_t slot) {
   const int64_t index =
       LoadIndex(topk, topk.offset + t * topk.strides[0] + h * topk.strides[1] + slot * topk.strides[2]);
-  const int64_t blocks = (seq.kv_end - seq.kv_start) / s.block_size;
-  if (index < 0 || index >= blocks) return {};
-  const int64_t first = index * s.block_size;
-  int64_t keys = s.block_size;
-  if (s.causal) {
-    const int64_t position = t - seq.q_start;
-    if (first > position) return {};
-    keys = std::min(keys, position - first + 1);
-  }
-  return {seq.kv_start + first, keys};
+  return SelectedKeys(index, seq, t - seq.q_start, s.block_size, s.causal);
 }
 
 // The key list of (token t, KV head h) into keys and values.
@@ -410,7 +380,8 @@ void KeyPass(const BackwardParams& params, const float* delta, const int64_t* of
     for (int64_t item = begin; item < end; ++item) {
       const int64_t h = item / blocks;
       const int64_t block = item % blocks;
-      const Sequence& seq = params.sequences[SequenceOfBlock(params.sequences, block, bs)];
+      const Sequence& seq = params.sequences[static_cast<size_t>(
+          SequenceOfKeyBlock(params.sequences.data(), static_cast<int64_t>(params.sequences.size()), block, bs))];
       const int64_t first_key = block * bs;
       std::fill(x.dk.begin(), x.dk.end(), 0.0f);
       std::fill(x.dv.begin(), x.dv.end(), 0.0f);
