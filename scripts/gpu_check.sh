@@ -8,8 +8,8 @@
 #               tests on the GPU (every test that is not CPU-only runs there)
 #   bench       the allocator benchmark on both devices; the operators against PyTorch CUDA (bench/cuda/gpu_bench.py)
 #   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it;
-#               memcheck and racecheck of the softmax and NsaCompress operator tests whose kernels use shared-memory
-#               stages or warp shuffles; memcheck of the grid sampler tests of its tiled and inputGrad kernels
+#               memcheck and racecheck of the softmax, NsaCompress and NsaSelectedAttention operator tests whose
+#               kernels use shared-memory stages or warp shuffles; memcheck of the grid sampler tests of its tiled and inputGrad kernels
 #   python      the Python package's tests (tests/python) on that machine's PyTorch, CUDA tensors included
 #   profile     Nsight Compute (ncu, where it can read the counters) on the benchmark's calls of the operators that
 #               miss issue 14's targets (PACL_PROFILE_SUITES, a regex of gpu_bench.py suite names; default NSA
@@ -257,9 +257,12 @@ if wants sanitizers; then
     # The kernels with shared-memory stages or warp shuffles, on operator tests large enough to reuse every stage.
     kernels_filter='ScaledMaskedSoftmaxValues.ManyLong*:NsaCompress/NsaCompressSweep.*:NsaCompressDeterminism.*'
     kernels_filter+=':NsaCompressLongSeqLen.*:NsaCompressEmpty.*'
-    record "compute-sanitizer memcheck: softmax and NsaCompress operator tests" yes "${sanitize[@]}" memcheck \
-      "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
-    record "compute-sanitizer racecheck: softmax and NsaCompress operator tests" yes "${sanitize[@]}" racecheck \
+    kernels_filter+=':NsaSelectedAttentionSample.*:NsaSelectedAttentionHostile.*:NsaSelectedAttentionModes.*'
+    kernels_filter+=':NsaSelectedAttentionEmpty.*'
+    record "compute-sanitizer memcheck: softmax, NsaCompress and NsaSelectedAttention operator tests" yes \
+      "${sanitize[@]}" memcheck "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
+    record "compute-sanitizer racecheck: softmax, NsaCompress and NsaSelectedAttention operator tests" yes \
+      "${sanitize[@]}" racecheck \
       "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
     # The grid sampler's tiled forward / gridGrad kernels and its deterministic inputGrad (sort and gather).
     grid_filter='GridSampler2D/GridSamplerTiles.*:GridSampler2D/GridSamplerNonFinite.*:GridSampler2DFarGrids.*'

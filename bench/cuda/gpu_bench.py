@@ -8,7 +8,8 @@ allocates on the GPU (their data pointers, shapes and strides go to aclCreateTen
   - each operator and direction at the shapes of issue 14 (softmax (4, 16, 2048, 2048) fp16/bf16; grid sampler
     (8, 64, 256, 256) bilinear zeros; MSDA Deformable DETR encoder and decoder, with locations uniform over the
     maps, and the encoder again with locations near each query's own pixel as Deformable DETR makes them;
-    NsaCompress 8 x 4096 tokens, 4 heads of 128), with a repeatable executor and a reused workspace: the calls
+    NsaCompress 8 x 4096 tokens, 4 heads of 128; NsaSelectedAttention bfloat16 on issue 49's long context, in
+    TFLOP/s against a dense bfloat16 matmul measured in the run), with a repeatable executor and a reused workspace: the calls
     are queued back to back and the stream is synchronised once, best of several rounds;
   - the peer in PyTorch (torch.softmax without mask or scale; F.grid_sample and its autograd backward; the MSDA
     composite of F.grid_sample per level), timed the same way with torch_sync;
@@ -176,6 +177,16 @@ def copy_bandwidth(rounds):
     return 2 * x.numel() * 4 / seconds / 1e9
 
 
+def matmul_peak(rounds):
+    """TFLOP/s of a dense bfloat16 8192^3 matmul (float32 on the CPU smoke test: 1024^3)."""
+    n = 8192 if DEVICE == "cuda" else 1024
+    dtype = torch.bfloat16 if DEVICE == "cuda" else torch.float32
+    a = torch.randn(n, n, dtype=dtype, device=DEVICE)
+    b = torch.randn(n, n, dtype=dtype, device=DEVICE)
+    seconds = best_seconds(lambda: torch.matmul(a, b), torch_sync, 3, rounds)
+    return 2.0 * n ** 3 / seconds / 1e12
+
+
 def nbytes(*tensors):
     return sum(t.numel() * t.element_size() for t in tensors)
 
@@ -322,6 +333,102 @@ def bench_nsa(acl, dtype, quick):
             ("backward", backward, nbytes(gout, inp, weight, ginp, gweight), None, 0)], (ginp, gweight)
 
 
+def nsa_selected_topk(tokens_per_seq, sequences, kv_heads, blocks, bs, count):
+    """topkIndices (T, N2, count) int32, causal: each token's own block and block 0 first, then distinct random
+    earlier blocks, then (for tokens with fewer than count earlier blocks) later ones, which the mask hides."""
+    u = torch.arange(tokens_per_seq, device=DEVICE).repeat(sequences)
+    own = (u // bs).view(-1, 1, 1)
+    block = torch.arange(blocks, device=DEVICE).view(1, 1, -1)
+    rank = torch.rand(u.numel(), kv_heads, blocks, device=DEVICE)
+    rank = torch.where(block > own, rank + 2.0, rank)
+    rank = torch.where((block == own) | (block == 0), rank - 2.0, rank)
+    return rank.argsort(dim=-1)[..., :count].to(torch.int32).contiguous()
+
+
+def nsa_selected_composite(q, k, v, topk, tokens_per_seq, bs, scale, chunk, first_token=0):
+    """PyTorch's formulation on the GPU: gather the selected key and value blocks, matmul, causal mask, softmax,
+    matmul (in the tensors' dtype: tensor cores), chunk by chunk of query tokens (the gathered blocks of all tokens
+    would not fit). q and topk are the rows of query tokens [first_token, first_token + len(q))."""
+    t, n1, _ = q.shape
+    n2, count = topk.shape[1], topk.shape[2]
+    offsets = torch.arange(bs, device=q.device)
+    heads = torch.arange(n2, device=q.device).view(1, n2, 1)
+    outs = []
+    for a in range(0, t, chunk):
+        e = min(t, a + chunk)
+        tokens = torch.arange(first_token + a, first_token + e, device=q.device)
+        start = (tokens // tokens_per_seq) * tokens_per_seq
+        positions = tokens - start
+        keys = (topk[a:e].long().unsqueeze(-1) * bs + offsets).reshape(e - a, n2, count * bs)
+        flat = ((keys + start.view(-1, 1, 1)) * n2 + heads).reshape(-1)
+        k_sel = k.reshape(-1, k.shape[-1]).index_select(0, flat).view(e - a, n2, count * bs, -1)
+        v_sel = v.reshape(-1, v.shape[-1]).index_select(0, flat).view(e - a, n2, count * bs, -1)
+        qg = q[a:e].view(e - a, n2, n1 // n2, q.shape[-1])
+        scores = torch.matmul(qg, k_sel.transpose(-1, -2)).float() * scale
+        scores = scores.masked_fill((keys > positions.view(-1, 1, 1)).unsqueeze(2), float("-inf"))
+        p = torch.softmax(scores, dim=-1).to(q.dtype)
+        outs.append(torch.matmul(p, v_sel).reshape(e - a, n1, -1))
+    return torch.cat(outs)
+
+
+def bench_nsa_selected(acl, dtype, quick):
+    """Issue 49's long context: 4 sequences of 32K tokens (--quick: 2 of 1K), 16 query heads, 4 KV heads, D_qk 192,
+    D_v 128, 16 blocks of 64, causal. FLOP (the 5th entry): 2 L (D_qk + D_v) per query row forward and FlashAttention's
+    2 L (3 D_qk + 2 D_v) backward, L its visible keys. The peer's backward is the composite's forward under autograd
+    then its backward, chunk by chunk (a kept graph of every chunk would not fit), so it includes a recomputation
+    of the forward, as ours includes its own recomputation of the scores."""
+    sequences, length = (2, 1024) if quick else (4, 32768)
+    n1, n2, dqk, dv, bs, count = 16, 4, 192, 128, 64, 16
+    scale = 1.0 / dqk ** 0.5
+    tokens = sequences * length
+    q = torch.rand(tokens, n1, dqk, device=DEVICE).mul_(2).sub_(1).to(dtype)
+    k = torch.rand(tokens, n2, dqk, device=DEVICE).mul_(2).sub_(1).to(dtype)
+    v = torch.rand(tokens, n2, dv, device=DEVICE).mul_(2).sub_(1).to(dtype)
+    topk = nsa_selected_topk(length, sequences, n2, length // bs, bs, count)
+    out = torch.empty(tokens, n1, dv, dtype=dtype, device=DEVICE)
+    smax = torch.empty(tokens, n1, 8, device=DEVICE)
+    ssum = torch.empty_like(smax)
+    gout = torch.rand_like(out).mul_(2).sub_(1)
+    dq, dk, dvv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    ends = acl.int_array([length * (i + 1) for i in range(sequences)])
+    mask = torch.ones(2048, 2048, dtype=torch.bool, device=DEVICE).triu_(1)
+    layout = ctypes.c_char_p(b"TND")
+    common = (ctypes.c_double(scale), ctypes.c_int64(n1), layout, ctypes.c_int64(2), ctypes.c_int64(bs),
+              ctypes.c_int64(count))
+    forward, _ = acl.prepare("NsaSelectedAttention", acl.tensor(q), acl.tensor(k), acl.tensor(v), acl.tensor(topk),
+                             acl.tensor(mask), ends, ends, *common, acl.tensor(smax), acl.tensor(ssum),
+                             acl.tensor(out))
+    forward()
+    acl.sync()
+    backward, _ = acl.prepare("NsaSelectedAttentionGrad", acl.tensor(q), acl.tensor(k), acl.tensor(v),
+                              acl.tensor(out), acl.tensor(gout), acl.tensor(smax), acl.tensor(ssum), acl.tensor(topk),
+                              ends, ends, acl.tensor(mask), ctypes.c_double(scale), ctypes.c_int64(bs),
+                              ctypes.c_int64(count), ctypes.c_int64(n1), layout, ctypes.c_int64(2), acl.tensor(dq),
+                              acl.tensor(dk), acl.tensor(dvv))
+    # Visible keys per query row: a slot's block holds min(bs, u - first + 1) keys at or before position u.
+    u = torch.arange(length, device=DEVICE).repeat(sequences).view(-1, 1, 1)
+    first = topk.long() * bs
+    visible = (u - first + 1).clamp(0, bs).sum().item() * (n1 // n2)
+    forward_flop = 2.0 * visible * (dqk + dv)
+    backward_flop = 2.0 * visible * (3 * dqk + 2 * dv)
+    chunk = 256 if quick else 1024
+
+    def peer_forward():
+        with torch.no_grad():
+            nsa_selected_composite(q, k, v, topk, length, bs, scale, chunk)
+
+    def peer_backward():
+        qr, kr, vr = (x.detach().requires_grad_() for x in (q, k, v))
+        for a in range(0, tokens, chunk):
+            e = min(tokens, a + chunk)
+            o = nsa_selected_composite(qr[a:e], kr, vr, topk[a:e], length, bs, scale, chunk, first_token=a)
+            torch.autograd.grad(o, (qr, kr, vr), gout[a:e])
+
+    return [("forward", forward, nbytes(q, k, v, topk, out, smax, ssum), peer_forward, forward_flop),
+            ("backward", backward, nbytes(q, k, v, out, gout, smax, ssum, topk, dq, dk, dvv), peer_backward,
+             backward_flop)], (out, smax, ssum, dq, dk, dvv)
+
+
 def same_bits_twice(run, sync, outputs):
     run()
     sync()
@@ -360,6 +467,8 @@ def main():
                    lambda: bench_msda(acl, torch.float32, None, args.quick, local=True)))
     for dtype in (torch.float16, torch.bfloat16):
         suites.append((f"NsaCompress {str(dtype)[6:]}", lambda d=dtype: bench_nsa(acl, d, args.quick)))
+    # Compute-bound, seconds a call at full size: bfloat16 only (the goal's dtype).
+    suites.append(("NsaSelectedAttention bfloat16", lambda: bench_nsa_selected(acl, torch.bfloat16, args.quick)))
     if args.only:
         suites = [(name, make) for name, make in suites if re.search(args.only, name)]
     if args.profile:
@@ -372,10 +481,14 @@ def main():
                 print(f"ran {name} {direction} twice")
         return
     bandwidth = copy_bandwidth(rounds)
+    # The compute-bound suites' limit: a dense bfloat16 matmul on the tensor cores, measured in the same run.
+    matmul_tflops = matmul_peak(rounds) if any(name.startswith("NsaSelected") for name, _ in suites) else None
     device = acl.rt.aclrtGetSocName().decode()
     results = []
     print(f"device: {device}; device-to-device copy: {bandwidth:.0f} GB/s (read + write)")
     print(f"PyTorch {torch.__version__}; ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}")
+    if matmul_tflops:
+        print(f"dense matmul (torch.matmul; bfloat16 8192^3 on a GPU): {matmul_tflops:.1f} TFLOP/s")
     print()
     print("| operator | direction | ours (ms) | GB/s | % of copy | kernels (ms) | PyTorch (ms) | speed-up | "
           "same bits twice |")
@@ -387,18 +500,20 @@ def main():
             print(f"| {name} | - | failed: {error} | | | | | | |")
             results.append({"suite": name, "error": str(error)})
             continue
-        for direction, run, bytes_moved, peer, _ in cases:
-            ours = best_seconds(run, acl.sync, calls, rounds)
+        for direction, run, bytes_moved, peer, flop in cases:
+            # A call of a teraFLOP takes long enough to time alone, and twice is enough.
+            case_calls, case_rounds = (1, 2) if flop > 1e12 else (calls, rounds)
+            ours = best_seconds(run, acl.sync, case_calls, case_rounds)
             gbps = bytes_moved / ours / 1e9
             try:
-                kernels = kernel_seconds(run, acl.sync, calls)
+                kernels = kernel_seconds(run, acl.sync, case_calls)
             except Exception as error:  # a profiler that cannot start must not cost the table
                 print(f"(profiler on {name} {direction} failed: {error})", file=sys.stderr)
                 kernels = None
             peer_s = None
             if peer is not None:
                 try:
-                    peer_s = best_seconds(peer, torch_sync, calls, rounds)
+                    peer_s = best_seconds(peer, torch_sync, case_calls, case_rounds)
                 except RuntimeError as error:  # e.g. no fp16 kernel in PyTorch's CPU build (--cpu)
                     print(f"(PyTorch peer of {name} {direction} failed: {error})", file=sys.stderr)
             bits = same_bits_twice(run, acl.sync, outputs) if direction != "backward-atomic" else None
@@ -406,11 +521,17 @@ def main():
                    "copy_fraction": gbps / bandwidth,
                    "kernel_ms": kernels * 1e3 if kernels else None, "peer_ms": peer_s * 1e3 if peer_s else None,
                    "speedup": peer_s / ours if peer_s else None, "same_bits_twice": bits}
+            if flop:
+                row["tflops"] = flop / ours / 1e12
+                row["matmul_fraction"] = row["tflops"] / matmul_tflops if matmul_tflops else None
             results.append(row)
             peer_text = f"{peer_s * 1e3:.3f} | {peer_s / ours:.2f}x" if peer_s else "- | -"
             bits_text = "-" if bits is None else ("yes" if bits else "NO")
             kernel_text = f"{kernels * 1e3:.3f}" if kernels else "-"
-            print(f"| {name} | {direction} | {ours * 1e3:.3f} | {gbps:.0f} | {100 * gbps / bandwidth:.0f}% | "
+            rate_text = f"{gbps:.0f} | {100 * gbps / bandwidth:.0f}%"
+            if flop:  # compute-bound: TFLOP/s and the fraction of the matmul's
+                rate_text = f"{row['tflops']:.1f} TFLOP/s | {100 * (row['matmul_fraction'] or 0):.0f}% of matmul"
+            print(f"| {name} | {direction} | {ours * 1e3:.3f} | {rate_text} | "
                   f"{kernel_text} | {peer_text} | {bits_text} |")
     if args.json:
         with open(args.json, "w") as f:

@@ -1018,7 +1018,9 @@ TEST(NsaSelectedAttentionExecutor, RepeatableExecutorsRunAgainOnNewData) {
       << optest::RecentErrorMessage();
   ASSERT_EQ(opcall::GetWorkspaceSize(BackwardCall(first, d, b), &backward_size, &backward), ACLNN_SUCCESS)
       << optest::RecentErrorMessage();
-  EXPECT_EQ(forward_size, 0u);
+  if (optest::DeviceIsCpu()) {
+    EXPECT_EQ(forward_size, 0u);  // (the CUDA forward keeps the sequences in its workspace)
+  }
   EXPECT_GT(backward_size, 0u);
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(forward), ACLNN_SUCCESS);
   ASSERT_EQ(aclSetAclOpExecutorRepeatable(backward), ACLNN_SUCCESS);

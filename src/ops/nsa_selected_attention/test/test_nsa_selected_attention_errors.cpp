@@ -539,6 +539,7 @@ INSTANTIATE_TEST_SUITE_P(NsaSelectedAttention, NsaSelectedAttentionValidation,
 // The workspace: none for the forward; for the backward, delta (T1 x N1 floats), the index's offsets (N2 x (T2 / bs +
 // 1) int64) and entries (N2 x T1 x selectedBlockCount uint32), each 64-byte aligned, plus 64 bytes of slack.
 TEST(NsaSelectedAttentionWorkspace, SizesAreTheDocumentedOnes) {
+  if (!optest::DeviceIsCpu()) GTEST_SKIP() << optest::CpuOnlyReason("these are the CPU implementation's sizes");
   const Dims d;
   Operands o(d);
   char layout[4] = "TND";
