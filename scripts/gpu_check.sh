@@ -8,8 +8,9 @@
 #               tests on the GPU (every test that is not CPU-only runs there)
 #   bench       the allocator benchmark on both devices; the operators against PyTorch CUDA (bench/cuda/gpu_bench.py)
 #   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it;
-#               memcheck and racecheck of the softmax, NsaCompress and NsaSelectedAttention operator tests whose
-#               kernels use shared-memory stages or warp shuffles; memcheck of the grid sampler tests of its tiled and inputGrad kernels
+#               memcheck and racecheck of the softmax and NSA (NsaCompress, NsaSelectedAttention,
+#               NsaCompressAttention) operator tests whose kernels use shared-memory stages or warp shuffles; memcheck
+#               of the grid sampler tests of its tiled and inputGrad kernels
 #   python      the Python package's tests (tests/python) on that machine's PyTorch, CUDA tensors included
 #   profile     Nsight Compute (ncu, where it can read the counters) on the benchmark's calls of the operators that
 #               miss issue 14's targets (PACL_PROFILE_SUITES, a regex of gpu_bench.py suite names; default NSA
@@ -258,10 +259,10 @@ if wants sanitizers; then
     kernels_filter='ScaledMaskedSoftmaxValues.ManyLong*:NsaCompress/NsaCompressSweep.*:NsaCompressDeterminism.*'
     kernels_filter+=':NsaCompressLongSeqLen.*:NsaCompressEmpty.*'
     kernels_filter+=':NsaSelectedAttentionSample.*:NsaSelectedAttentionHostile.*:NsaSelectedAttentionModes.*'
-    kernels_filter+=':NsaSelectedAttentionEmpty.*'
-    record "compute-sanitizer memcheck: softmax, NsaCompress and NsaSelectedAttention operator tests" yes \
+    kernels_filter+=':NsaSelectedAttentionEmpty.*:NsaCompressAttentionSelection.*:NsaCompressAttentionForwardSample.*'
+    record "compute-sanitizer memcheck: softmax and NSA operator tests" yes \
       "${sanitize[@]}" memcheck "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
-    record "compute-sanitizer racecheck: softmax, NsaCompress and NsaSelectedAttention operator tests" yes \
+    record "compute-sanitizer racecheck: softmax and NSA operator tests" yes \
       "${sanitize[@]}" racecheck \
       "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${kernels_filter}"
     # The grid sampler's tiled forward / gridGrad kernels and its deterministic inputGrad (sort and gather).

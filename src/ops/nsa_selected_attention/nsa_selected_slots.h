@@ -38,7 +38,9 @@ PACL_HOST_DEVICE_INLINE SlotKeys SelectedKeys(int64_t index, const Sequence& seq
 }
 
 // The index of the sequence holding query token t (the first whose query tokens end past t), or count when none does.
-PACL_HOST_DEVICE_INLINE int64_t SequenceOfQueryToken(const Sequence* sequences, int64_t count, int64_t t) {
+// (Any sequence type with q_end: NsaCompressAttention's too.)
+template <class AnySequence>
+PACL_HOST_DEVICE_INLINE int64_t SequenceOfQueryToken(const AnySequence* sequences, int64_t count, int64_t t) {
   int64_t low = 0;
   int64_t high = count;
   while (low < high) {

@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "nsa_compress_attention/nsa_block_scores.h"
 #include "nsa_selected_attention/cpu/nsa_selected_attention_cpu_simd.h"
 
 namespace pacl::nsa_block_selection {
@@ -24,13 +25,8 @@ struct Candidate {
   int64_t block = 0;
 };
 
-// The selection order: a NaN score first, then higher scores, then the lower block index.
-inline bool Before(const Candidate& a, const Candidate& b) {
-  const bool a_nan = std::isnan(a.score), b_nan = std::isnan(b.score);
-  if (a_nan != b_nan) return a_nan;
-  if (!a_nan && a.score != b.score) return a.score > b.score;
-  return a.block < b.block;
-}
+// The selection order (nsa_block_scores.h).
+inline bool Before(const Candidate& a, const Candidate& b) { return RanksBefore(a.score, a.block, b.score, b.block); }
 
 // Adds one query head's probabilities e[k] / sum to w[key_of[k]] for its keys k < count: NaN throughout when a score
 // is NaN or +inf; nothing when no key carries weight (every score -inf).
@@ -44,17 +40,9 @@ inline void AddProbabilities(const nsa_selected_attention::RowStatistics& st, co
   }
 }
 
-// score_j = sum_{m < r} sum_{n < c} w[r j - m - n] over the keys [0, keys) (r = selectBlockSize / stride, c =
-// compressBlockSize / stride; indices outside contribute nothing): CANN's P_slc with the group's sum taken first.
+// Block j's score (nsa_block_scores.h).
 inline float ScoreOf(const float* w, int64_t keys, int64_t r, int64_t c, int64_t j) {
-  float score = 0.0f;
-  for (int64_t m = 0; m < r; ++m) {
-    for (int64_t n = 0; n < c; ++n) {
-      const int64_t i = r * j - m - n;
-      if (i >= 0 && i < keys) score += w[i];
-    }
-  }
-  return score;
+  return BlockScore(w, keys, r, c, j);
 }
 
 // The `count` best of blocks [0, blocks) for which is_candidate(j) holds, best first, into *best (fewer when fewer

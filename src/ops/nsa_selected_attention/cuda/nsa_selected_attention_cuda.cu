@@ -38,6 +38,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "nsa_selected_attention/cuda/nsa_rows_cuda.cuh"
 #include "nsa_selected_attention/cuda/nsa_selected_attention_cuda.h"
 #include "nsa_selected_attention/nsa_selected_attention_params.h"
 #include "nsa_selected_attention/nsa_selected_slots.h"
@@ -54,32 +55,13 @@ constexpr int kKeyPassThreads = 256;  // key pass
 constexpr int kMaxGroup = 32;         // phase 1: G <= 32
 constexpr int kMaxSlots = 32;         // phase 1: selectedBlockCount <= 32
 
-// A 3-D view as the kernels address it: element (i0, i1, i2) at data + offset + i0 * s0 + i1 * s1 + i2 * s2.
-struct View {
-  void* data = nullptr;
-  int64_t offset = 0;
-  int64_t stride[3] = {};
-};
-
-View ViewOf(const TensorDesc& t) {
-  View v;
-  v.data = t.data;
-  v.offset = t.offset;
-  for (int i = 0; i < 3; ++i) v.stride[i] = t.strides[i];
-  return v;
-}
-
-__device__ __forceinline__ int64_t ElementOf(const View& v, int64_t i0, int64_t i1, int64_t i2) {
-  return v.offset + i0 * v.stride[0] + i1 * v.stride[1] + i2 * v.stride[2];
-}
-template <class Storage>
-__device__ __forceinline__ float LoadElement(const View& v, int64_t i0, int64_t i1, int64_t i2) {
-  return cuda::ToCompute(static_cast<const Storage*>(v.data)[ElementOf(v, i0, i1, i2)]);
-}
-template <class Storage>
-__device__ __forceinline__ void StoreElement(const View& v, int64_t i0, int64_t i1, int64_t i2, float value) {
-  static_cast<Storage*>(v.data)[ElementOf(v, i0, i1, i2)] = cuda::FromCompute<Storage>(value);
-}
+using nsa_rows_cuda::ElementOf;
+using nsa_rows_cuda::LoadElement;
+using nsa_rows_cuda::Statistic;
+using nsa_rows_cuda::StoreElement;
+using nsa_rows_cuda::StoreStatistic;
+using nsa_rows_cuda::View;
+using nsa_rows_cuda::ViewOf;
 
 // What the kernels need of the parameters (which hold a std::vector, so cannot be kernel arguments themselves).
 struct Tensors {
@@ -115,13 +97,6 @@ __device__ __forceinline__ float Dot(const float* a, const float* b) {
 #pragma unroll 16
   for (int d = 0; d < kDim; ++d) sum = fmaf(a[d], b[d], sum);
   return sum;
-}
-
-__device__ __forceinline__ float Statistic(const View& v, int64_t t, int64_t n) {
-  return static_cast<const float*>(v.data)[ElementOf(v, t, n, 0)];
-}
-__device__ __forceinline__ void StoreStatistic(const View& v, int64_t t, int64_t n, float value) {
-  for (int lane = 0; lane < kStatLanes; ++lane) static_cast<float*>(v.data)[ElementOf(v, t, n, lane)] = value;
 }
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -220,23 +195,13 @@ __global__ void __launch_bounds__(kRowThreads)
     __syncthreads();
     if (lane < n) {
       for (int g = warp; g < group; g += kWarps) {
-        const float score = Dot<kDqk>(q + g * kDqk, keys + lane * kKeyStride) * s.scale;
-        float& m = lane_max[g * kTile + lane];
-        if (isnan(score)) {
-          m = score;
-        } else if (score > m) {
-          m = score;  // a NaN m stays NaN: no number compares greater than it
-        }
+        nsa_rows_cuda::UpdateMax(&lane_max[g * kTile + lane],
+                                 Dot<kDqk>(q + g * kDqk, keys + lane * kKeyStride) * s.scale);
       }
     }
     __syncthreads();
   });
-  for (int g = warp; g < group; g += kWarps) {
-    const float m = lane_max[g * kTile + lane];
-    const bool any_nan = __any_sync(0xffffffffu, isnan(m));
-    const float max = cuda::WarpReduce(isnan(m) ? -kInf : m, [](float a, float b) { return fmaxf(a, b); });
-    if (lane == 0) row_max[g] = any_nan ? CUDART_NAN_F : max;
-  }
+  nsa_rows_cuda::ReduceRowMaxima(lane_max, group, kWarps, row_max);
   __syncthreads();
 
   // Pass 2: e = exp(s - m), the lanes' partial sums of e, and the sums of e * value.
@@ -254,31 +219,14 @@ __global__ void __launch_bounds__(kRowThreads)
       weights[g * kTile + lane] = e;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < group * kDv; i += blockDim.x) {
-      const float* w = weights + (i / kDv) * kTile;
-      const float* v = values + i % kDv;
-      float sum = sums[i];
-      for (int k = 0; k < n; ++k) sum = fmaf(w[k], v[k * kDv], sum);
-      sums[i] = sum;
-    }
+    nsa_rows_cuda::AccumulateTile(sums, weights, values, group, nsa_rows_cuda::Constant<kDv>{},
+                                  nsa_rows_cuda::Constant<kDv>{}, n);
     __syncthreads();
   });
-  for (int g = warp; g < group; g += kWarps) {
-    const float m = row_max[g];
-    const float l = cuda::WarpSum(lane_sum[g * kTile + lane]);
-    if (lane == 0) row_sum[g] = m == -kInf ? 0.0f : (m < kInf ? l : CUDART_NAN_F);
-  }
+  nsa_rows_cuda::ReduceRowSums(lane_sum, row_max, group, kWarps, row_sum);
   __syncthreads();
-  for (int i = threadIdx.x; i < group * kDv; i += blockDim.x) {
-    const int g = i / kDv;
-    const float m = row_max[g];
-    const float value = m == -kInf ? 0.0f : (m < kInf ? sums[i] / row_sum[g] : CUDART_NAN_F);
-    StoreElement<Storage>(p.out, t, h * group + g, i % kDv, value);
-  }
-  if (threadIdx.x < group) {
-    StoreStatistic(p.softmax_max, t, h * group + threadIdx.x, row_max[threadIdx.x]);
-    StoreStatistic(p.softmax_sum, t, h * group + threadIdx.x, row_sum[threadIdx.x]);
-  }
+  nsa_rows_cuda::WriteSoftmaxRows<Storage>(p.out, p.softmax_max, p.softmax_sum, t, h, group, kDv, sums, row_max,
+                                           row_sum);
 }
 
 // ---- Backward, pass 1: delta and dq ----
@@ -345,13 +293,8 @@ __global__ void __launch_bounds__(kRowThreads)
                    : 0.0f;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < group * kDqk; i += blockDim.x) {
-      const float* grad = ds + (i / kDqk) * kTile;
-      const float* key = keys + i % kDqk;
-      float sum = sums[i];
-      for (int k = 0; k < n; ++k) sum = fmaf(grad[k], key[k * kKeyStride], sum);
-      sums[i] = sum;
-    }
+    nsa_rows_cuda::AccumulateTile(sums, ds, keys, group, nsa_rows_cuda::Constant<kDqk>{},
+                                  nsa_rows_cuda::Constant<kKeyStride>{}, n);
     __syncthreads();
   });
   for (int i = threadIdx.x; i < group * kDqk; i += blockDim.x) {
