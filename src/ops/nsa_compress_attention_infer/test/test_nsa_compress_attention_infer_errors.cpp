@@ -11,6 +11,7 @@
 
 #include "aclnnop/aclnn_nsa_compress_attention_infer.h"
 #include "op_test_util.h"
+#include "phase1_checks.h"
 
 namespace {
 
@@ -21,9 +22,7 @@ using optest::Layout;
 constexpr const char* kName = "aclnnNsaCompressAttentionInfer";
 
 DeviceTensor Tensor(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16) {
-  const bool integer = dtype == ACL_INT32 || dtype == ACL_INT64;
-  const std::vector<double> values(static_cast<size_t>(optest::NumElements(shape)), integer ? 0.0 : 0.5);
-  return DeviceTensor(std::move(shape), dtype, Layout::kContiguous, values);
+  return optest::ValidTensor(std::move(shape), dtype);
 }
 
 // One valid call, layout TND: 2 entries of one query token over 64 and 100 compressed tokens; N1 4, N2 2, D 64 / 32;
@@ -51,13 +50,11 @@ struct Args {
   aclOpExecutor** executor;
 };
 
-class NsaCompressAttentionInferValidation : public testing::Test {
+class NsaCompressAttentionInferValidation : public testing::Test, protected optest::PhaseOneChecks<Args> {
  protected:
   Operands ops_;
-  uint64_t workspace_size_ = 12345;
-  aclOpExecutor* executor_ = nullptr;
 
-  Args Valid() {
+  Args Valid() override {
     return {ops_.query.get(),
             ops_.key.get(),
             ops_.value.get(),
@@ -82,38 +79,18 @@ class NsaCompressAttentionInferValidation : public testing::Test {
             &workspace_size_,
             &executor_};
   }
-  aclnnStatus Call(const Args& a) {
+  aclnnStatus Call(const Args& a) override {
     return aclnnNsaCompressAttentionInferGetWorkspaceSize(
         a.query, a.key, a.value, a.mask, a.table, a.q_lengths, a.cmp_lengths, a.sel_lengths, a.topk_mask, a.num_heads,
         a.num_kv_heads, a.select_block_size, a.select_block_count, a.compress_block_size, a.compress_stride, a.scale,
         const_cast<char*>(a.layout), a.page_block_size, a.sparse_mode, a.out, a.topk, a.workspace_size, a.executor);
   }
-  void ExpectAccepted(const Args& a) {
-    executor_ = nullptr;
-    ASSERT_EQ(Call(a), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-    ASSERT_NE(executor_, nullptr);
-    EXPECT_EQ(aclDestroyAclOpExecutor(executor_), ACLNN_SUCCESS);
-    executor_ = nullptr;
-  }
-  void ExpectRejected(const Args& a, aclnnStatus status, const std::vector<std::string>& fragments) {
-    executor_ = nullptr;
-    EXPECT_EQ(Call(a), status);
-    optest::ExpectErrorMessage(kName, fragments);
-    optest::ExpectOutputsUntouched({&ops_.out});
-    // topKOutput: every byte still the guard pattern (an INT32 of -1).
+  std::string OpName() const override { return kName; }
+  std::vector<const DeviceTensor*> Outputs() override { return {&ops_.out}; }
+  // topKOutput: every byte still the guard pattern (an INT32 of -1).
+  void ExpectNothingElseWritten() override {
     EXPECT_EQ(ops_.topk.CheckGuards(), "");
     for (double v : ops_.topk.Read()) ASSERT_EQ(v, -1.0) << "a rejected call wrote topKOutput";
-    EXPECT_EQ(executor_, nullptr);
-  }
-  void ExpectInvalid(const Args& a, const std::vector<std::string>& fragments) {
-    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, fragments);
-  }
-  // The valid call with one tensor replaced.
-  void ExpectInvalidWith(const aclTensor* Args::*member, DeviceTensor replacement,
-                         const std::vector<std::string>& fragments) {
-    Args a = Valid();
-    a.*member = replacement.get();
-    ExpectInvalid(a, fragments);
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "aclnnop/aclnn_nsa_compress_with_cache.h"
 #include "op_test_util.h"
+#include "phase1_checks.h"
 
 namespace {
 
@@ -21,9 +22,7 @@ using optest::Layout;
 constexpr const char* kName = "aclnnNsaCompressWithCache";
 
 DeviceTensor Tensor(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16) {
-  const bool integer = dtype == ACL_INT32 || dtype == ACL_INT64;
-  const std::vector<double> values(static_cast<size_t>(optest::NumElements(shape)), integer ? 0.0 : 0.5);
-  return DeviceTensor(std::move(shape), dtype, Layout::kContiguous, values);
+  return optest::ValidTensor(std::move(shape), dtype);
 }
 
 // One valid paged call: 2 entries of 48 and 100 tokens, pages of 64 (4 in the cache, 2 per entry), N 4, D 64, blocks
@@ -49,13 +48,11 @@ struct Args {
   aclOpExecutor** executor;
 };
 
-class NsaCompressWithCacheValidation : public testing::Test {
+class NsaCompressWithCacheValidation : public testing::Test, protected optest::PhaseOneChecks<Args> {
  protected:
   Operands ops_;
-  uint64_t workspace_size_ = 12345;
-  aclOpExecutor* executor_ = nullptr;
 
-  Args Valid() {
+  Args Valid() override {
     return {ops_.input.get(),
             ops_.weight.get(),
             ops_.slots.get(),
@@ -70,34 +67,13 @@ class NsaCompressWithCacheValidation : public testing::Test {
             &workspace_size_,
             &executor_};
   }
-  aclnnStatus Call(const Args& a) {
+  aclnnStatus Call(const Args& a) override {
     return aclnnNsaCompressWithCacheGetWorkspaceSize(a.input, a.weight, a.slots, a.lengths, a.table,
                                                      const_cast<char*>(a.layout), a.block_size, a.stride, a.length_type,
                                                      a.page_block_size, a.cache, a.workspace_size, a.executor);
   }
-  void ExpectAccepted(const Args& a) {
-    executor_ = nullptr;
-    ASSERT_EQ(Call(a), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-    ASSERT_NE(executor_, nullptr);
-    EXPECT_EQ(aclDestroyAclOpExecutor(executor_), ACLNN_SUCCESS);
-    executor_ = nullptr;
-  }
-  void ExpectRejected(const Args& a, aclnnStatus status, const std::vector<std::string>& fragments) {
-    executor_ = nullptr;
-    EXPECT_EQ(Call(a), status);
-    optest::ExpectErrorMessage(kName, fragments);
-    optest::ExpectOutputsUntouched({&ops_.cache});
-    EXPECT_EQ(executor_, nullptr);
-  }
-  void ExpectInvalid(const Args& a, const std::vector<std::string>& fragments) {
-    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, fragments);
-  }
-  void ExpectInvalidWith(const aclTensor* Args::*member, DeviceTensor replacement,
-                         const std::vector<std::string>& fragments) {
-    Args a = Valid();
-    a.*member = replacement.get();
-    ExpectInvalid(a, fragments);
-  }
+  std::string OpName() const override { return kName; }
+  std::vector<const DeviceTensor*> Outputs() override { return {&ops_.cache}; }
 };
 
 TEST_F(NsaCompressWithCacheValidation, ValidCallsAreAccepted) {

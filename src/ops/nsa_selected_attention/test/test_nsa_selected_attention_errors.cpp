@@ -14,6 +14,7 @@
 #include "aclnnop/aclnn_nsa_selected_attention_grad.h"
 #include "nsa_selected_attention/test/nsa_selected_attention_calls.h"
 #include "op_test_util.h"
+#include "phase1_checks.h"
 
 namespace {
 
@@ -39,8 +40,7 @@ struct Dims {
 };
 
 DeviceTensor Tensor(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16, aclFormat format = ACL_FORMAT_ND) {
-  const std::vector<double> values(static_cast<size_t>(optest::NumElements(shape)), dtype == ACL_INT32 ? 0.0 : 0.5);
-  return DeviceTensor(std::move(shape), dtype, Layout::kContiguous, values, format);
+  return optest::ValidTensor(std::move(shape), dtype, format);
 }
 DeviceTensor Output(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16) {
   return DeviceTensor::Output(std::move(shape), dtype, Layout::kContiguous);
@@ -62,13 +62,13 @@ struct Args {
 
 enum class Op { kForward, kBackward };
 
-const char* OpName(Op op) { return op == Op::kForward ? kForwardName : kGradName; }
+const char* OpNameOf(Op op) { return op == Op::kForward ? kForwardName : kGradName; }
 
 std::string OpTestName(const testing::TestParamInfo<Op>& param_info) {
   return param_info.param == Op::kForward ? "Forward" : "Backward";
 }
 
-aclnnStatus Call(Op op, const Args& a) {
+aclnnStatus CallOp(Op op, const Args& a) {
   if (op == Op::kForward) {
     return aclnnNsaSelectedAttentionGetWorkspaceSize(a.query, a.key, a.value, a.topk, a.mask, a.q_ends, a.kv_ends,
                                                      a.scale, a.head_num, a.layout, a.sparse_mode, a.block_size,
@@ -105,13 +105,11 @@ struct Operands {
         kv_ends(d.kv_ends) {}
 };
 
-class NsaSelectedAttentionValidation : public testing::TestWithParam<Op> {
+class NsaSelectedAttentionValidation : public testing::TestWithParam<Op>, protected optest::PhaseOneChecks<Args> {
  protected:
   Dims dims_;
   Operands ops_{dims_};
   char layout_[4] = "TND";
-  uint64_t workspace_size_ = 12345;
-  aclOpExecutor* executor_ = nullptr;
 
   Args ArgsOf(const Operands& o, const Dims& d) {
     return {o.query.get(),    o.key.get(),      o.value.get(),   o.topk.get(),       o.mask.get(),
@@ -120,25 +118,12 @@ class NsaSelectedAttentionValidation : public testing::TestWithParam<Op> {
             o.out_forward.get(), o.out.get(),   o.out_grad.get(), o.max.get(),       o.sum.get(),
             o.dq.get(),       o.dk.get(),       o.dv.get(),      &workspace_size_,   &executor_};
   }
-  Args Valid() { return ArgsOf(ops_, dims_); }
+  Args Valid() override { return ArgsOf(ops_, dims_); }
 
-  void ExpectAccepted(const Args& a) {
-    executor_ = nullptr;
-    ASSERT_EQ(Call(GetParam(), a), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-    ASSERT_NE(executor_, nullptr);
-    EXPECT_EQ(aclDestroyAclOpExecutor(executor_), ACLNN_SUCCESS);
-    executor_ = nullptr;
-  }
-
-  void ExpectRejected(const Args& a, aclnnStatus status, const std::vector<std::string>& fragments) {
-    executor_ = nullptr;
-    EXPECT_EQ(Call(GetParam(), a), status);
-    optest::ExpectErrorMessage(OpName(GetParam()), fragments);
-    optest::ExpectOutputsUntouched({&ops_.out_forward, &ops_.max_out, &ops_.sum_out, &ops_.dq, &ops_.dk, &ops_.dv});
-    EXPECT_EQ(executor_, nullptr);
-  }
-  void ExpectInvalid(const Args& a, const std::vector<std::string>& fragments) {
-    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, fragments);
+  aclnnStatus Call(const Args& a) override { return CallOp(GetParam(), a); }
+  std::string OpName() const override { return OpNameOf(GetParam()); }
+  std::vector<const DeviceTensor*> Outputs() override {
+    return {&ops_.out_forward, &ops_.max_out, &ops_.sum_out, &ops_.dq, &ops_.dk, &ops_.dv};
   }
   bool Forward() const { return GetParam() == Op::kForward; }
 };

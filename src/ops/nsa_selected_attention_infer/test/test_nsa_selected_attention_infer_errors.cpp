@@ -12,6 +12,7 @@
 
 #include "aclnnop/aclnn_nsa_select_attention_infer.h"
 #include "op_test_util.h"
+#include "phase1_checks.h"
 
 namespace {
 
@@ -22,9 +23,7 @@ using optest::Layout;
 constexpr const char* kName = "aclnnNsaSelectedAttentionInfer";
 
 DeviceTensor Tensor(std::vector<int64_t> shape, aclDataType dtype = ACL_FLOAT16) {
-  const bool integer = dtype == ACL_INT32 || dtype == ACL_INT64;
-  const std::vector<double> values(static_cast<size_t>(optest::NumElements(shape)), integer ? 0.0 : 0.5);
-  return DeviceTensor(std::move(shape), dtype, Layout::kContiguous, values);
+  return optest::ValidTensor(std::move(shape), dtype);
 }
 
 // One valid call, layout BSND: 2 entries of one query token, 64 and 100 positions; N1 4, N2 2, D 192 / 128; pages of
@@ -51,48 +50,24 @@ struct Args {
   aclOpExecutor** executor;
 };
 
-class NsaSelectedAttentionInferValidation : public testing::Test {
+class NsaSelectedAttentionInferValidation : public testing::Test, protected optest::PhaseOneChecks<Args> {
  protected:
   Operands ops_;
-  uint64_t workspace_size_ = 12345;
-  aclOpExecutor* executor_ = nullptr;
 
-  Args Valid() {
+  Args Valid() override {
     return {ops_.query.get(), ops_.key.get(),   ops_.value.get(), ops_.topk.get(), nullptr,          ops_.table.get(),
             nullptr,          ops_.kv_lengths.get(), "BSND",       4,                2,                32,
             2,                64,               0.072,            0,               ops_.out.get(),   &workspace_size_,
             &executor_};
   }
-  aclnnStatus Call(const Args& a) {
+  aclnnStatus Call(const Args& a) override {
     return aclnnNsaSelectedAttentionInferGetWorkspaceSize(
         a.query, a.key, a.value, a.topk, a.mask, a.table, a.q_lengths, a.kv_lengths, const_cast<char*>(a.layout),
         a.num_heads, a.num_kv_heads, a.block_size, a.block_count, a.page_block_size, a.scale, a.sparse_mode, a.out,
         a.workspace_size, a.executor);
   }
-  void ExpectAccepted(const Args& a) {
-    executor_ = nullptr;
-    ASSERT_EQ(Call(a), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-    ASSERT_NE(executor_, nullptr);
-    EXPECT_EQ(aclDestroyAclOpExecutor(executor_), ACLNN_SUCCESS);
-    executor_ = nullptr;
-  }
-  void ExpectRejected(const Args& a, aclnnStatus status, const std::vector<std::string>& fragments) {
-    executor_ = nullptr;
-    EXPECT_EQ(Call(a), status);
-    optest::ExpectErrorMessage(kName, fragments);
-    optest::ExpectOutputsUntouched({&ops_.out});
-    EXPECT_EQ(executor_, nullptr);
-  }
-  void ExpectInvalid(const Args& a, const std::vector<std::string>& fragments) {
-    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, fragments);
-  }
-  // The valid call with one tensor replaced.
-  void ExpectInvalidWith(const aclTensor* Args::*member, DeviceTensor replacement,
-                         const std::vector<std::string>& fragments) {
-    Args a = Valid();
-    a.*member = replacement.get();
-    ExpectInvalid(a, fragments);
-  }
+  std::string OpName() const override { return kName; }
+  std::vector<const DeviceTensor*> Outputs() override { return {&ops_.out}; }
 };
 
 TEST_F(NsaSelectedAttentionInferValidation, ValidCallsAreAccepted) {
