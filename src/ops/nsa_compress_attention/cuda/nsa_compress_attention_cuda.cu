@@ -24,7 +24,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 #include "nsa_compress_attention/cuda/nsa_compress_attention_cuda.h"
 #include "nsa_compress_attention/nsa_block_scores.h"
@@ -291,19 +290,10 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
   const auto count = static_cast<int64_t>(params.sequences.size());
   const auto bytes = static_cast<size_t>(SharedLayout(s, params.max_kv_length, params.max_select_blocks).bytes);
   const dim3 grid(static_cast<unsigned int>(s.q_tokens), static_cast<unsigned int>(s.kv_heads));
-  return cuda::DispatchFloating</*kWithDouble=*/false>(kForwardName, params.query.dtype, [&](auto storage) {
-    using Storage = decltype(storage);
-    if constexpr (std::is_same_v<Storage, float>) {
-      return cuda::UnsupportedDType(kForwardName, params.query.dtype);
-    } else {
-      const auto kernel = CompressAttentionKernel<Storage>;
-      constexpr size_t kDefaultLimit = 48 * 1024;
-      if (bytes > kDefaultLimit) {
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-      }
-      kernel<<<grid, kThreads, bytes, stream>>>(tensors, sequences, count);
-      return cuda::LaunchStatus(kForwardName, "kernel launch");
-    }
+  return nsa_rows_cuda::DispatchHalfWidth(kForwardName, params.query.dtype, [&](auto storage) {
+    const auto kernel = CompressAttentionKernel<decltype(storage)>;
+    nsa_rows_cuda::AllowSharedMemory(kernel, bytes);
+    kernel<<<grid, kThreads, bytes, stream>>>(tensors, sequences, count);
   });
 }
 

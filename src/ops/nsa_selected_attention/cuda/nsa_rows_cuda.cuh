@@ -6,7 +6,9 @@
 
 #include <math_constants.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "pacl/cuda_kernels.cuh"
 #include "pacl/tensor.h"
@@ -55,6 +57,32 @@ __device__ __forceinline__ void StoreStatistic(const View& v, int64_t t, int64_t
 // Element (row, column) of a 2-D BOOL / UINT8 mask: nonzero = masked.
 __device__ __forceinline__ bool Masked(const View& mask, int64_t row, int64_t column) {
   return static_cast<const uint8_t*>(mask.data)[ElementOf(mask, row, column, 0)] != 0;
+}
+
+// ---- Launch glue ----
+
+// Calls launch(Storage{}) with the storage type of FLOAT16 or BFLOAT16 (the NSA operators' dtypes: phase 1 refuses
+// the rest, 161002 here for any other); the status of its launches.
+template <class Launcher>
+aclnnStatus DispatchHalfWidth(const char* op_name, aclDataType dtype, Launcher&& launch) {
+  return cuda::DispatchFloating</*kWithDouble=*/false>(op_name, dtype, [&](auto storage) {
+    using Storage = decltype(storage);
+    if constexpr (std::is_same_v<Storage, float>) {
+      return cuda::UnsupportedDType(op_name, dtype);
+    } else {
+      launch(storage);
+      return cuda::LaunchStatus(op_name, "kernel launch");
+    }
+  });
+}
+
+// Lets `kernel` use `bytes` of dynamic shared memory (above 48 KiB it must ask); a failure shows at its launch.
+template <class Kernel>
+void AllowSharedMemory(Kernel kernel, size_t bytes) {
+  constexpr size_t kDefaultLimit = 48 * 1024;
+  if (bytes > kDefaultLimit) {
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  }
 }
 
 // ---- The softmax rows of a thread block's query heads (lane k of warp w holds key k of rows g = w, w + warps, ...) ----

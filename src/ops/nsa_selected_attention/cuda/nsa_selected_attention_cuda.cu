@@ -32,11 +32,9 @@
 // Every sum runs in an order fixed by the shape and the indices alone: the same bits on every run (not the CPU's
 // bits: its sums are split differently; both are checked against the float64 reference).
 #include <cuda_runtime.h>
-#include <math_constants.h>
 
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 #include "nsa_selected_attention/cuda/nsa_rows_cuda.cuh"
 #include "nsa_selected_attention/cuda/nsa_selected_attention_cuda.h"
@@ -440,30 +438,15 @@ struct HeadDims {
 // BFLOAT16, D 128 or 192 with D_v <= D_qk); the status of its launches.
 template <class Launcher>
 aclnnStatus DispatchKernels(const char* op_name, aclDataType dtype, const AttentionShape& s, Launcher&& launch) {
-  return cuda::DispatchFloating</*kWithDouble=*/false>(op_name, dtype, [&](auto storage) {
-    using Storage = decltype(storage);
-    if constexpr (std::is_same_v<Storage, float>) {
-      return cuda::UnsupportedDType(op_name, dtype);
+  return nsa_rows_cuda::DispatchHalfWidth(op_name, dtype, [&](auto storage) {
+    if (s.dim_qk == 128) {
+      launch(storage, HeadDims<128, 128>{});
+    } else if (s.dim_v == 128) {
+      launch(storage, HeadDims<192, 128>{});
     } else {
-      if (s.dim_qk == 128) {
-        launch(storage, HeadDims<128, 128>{});
-      } else if (s.dim_v == 128) {
-        launch(storage, HeadDims<192, 128>{});
-      } else {
-        launch(storage, HeadDims<192, 192>{});
-      }
-      return cuda::LaunchStatus(op_name, "kernel launch");
+      launch(storage, HeadDims<192, 192>{});
     }
   });
-}
-
-// Lets `kernel` use `bytes` of dynamic shared memory (above 48 KiB it must ask); a failure shows at its launch.
-template <class Kernel>
-void AllowSharedMemory(Kernel kernel, size_t bytes) {
-  constexpr size_t kDefaultLimit = 48 * 1024;
-  if (bytes > kDefaultLimit) {
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  }
 }
 
 Tensors ForwardTensors(const ForwardParams& p) {
@@ -544,7 +527,7 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
     using Dims = decltype(dims);
     const auto kernel = ForwardKernel<Storage, Dims::kDqk, Dims::kDv>;
     const size_t bytes = ForwardSharedBytes<Dims::kDqk, Dims::kDv>(static_cast<int>(s.group));
-    AllowSharedMemory(kernel, bytes);
+    nsa_rows_cuda::AllowSharedMemory(kernel, bytes);
     kernel<<<grid, kRowThreads, bytes, stream>>>(tensors, sequences, count);
   });
 }
@@ -578,7 +561,7 @@ aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& c
       using Dims = decltype(dims);
       const auto kernel = QueryPassKernel<Storage, Dims::kDqk, Dims::kDv>;
       const size_t bytes = QueryPassSharedBytes<Dims::kDqk, Dims::kDv>(static_cast<int>(s.group));
-      AllowSharedMemory(kernel, bytes);
+      nsa_rows_cuda::AllowSharedMemory(kernel, bytes);
       kernel<<<grid, kRowThreads, bytes, stream>>>(tensors, sequences, count, delta);
     });
     if (status != ACLNN_SUCCESS) return status;
@@ -603,7 +586,7 @@ aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& c
     using Dims = decltype(dims);
     const auto kernel = KeyPassKernel<Storage, Dims::kDqk, Dims::kDv>;
     const size_t bytes = KeyPassSharedBytes<Dims::kDqk, Dims::kDv>(static_cast<int>(s.group));
-    AllowSharedMemory(kernel, bytes);
+    nsa_rows_cuda::AllowSharedMemory(kernel, bytes);
     kernel<<<grid, kKeyPassThreads, bytes, stream>>>(tensors, sequences, count, kv_blocks, delta, segment_starts,
                                                      listed_tokens);
   });
