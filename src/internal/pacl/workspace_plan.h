@@ -32,6 +32,12 @@ class WorkspaceLayout {
   uint64_t used_ = 0;
 };
 
+// Whether a plan asks the device for the sizes only the device knows (a library's scratch, such as CUB's radix sort's,
+// which depends on the GPU's architecture): phase 1 asks, to size the workspace; phase 2, which computes the plan again
+// to find its arrays, skips the question. Such scratch is the plan's last array, so its size moves no other array, and
+// phase 2 gives it everything up to the end of the workspace phase 1 asked for.
+enum class DeviceQuery { kAsk, kSkip };
+
 // The kernels' view of the workspace: the caller's pointer rounded up to 64 bytes, and the arrays in it.
 inline char* AlignedWorkspace(void* workspace) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(workspace);

@@ -27,8 +27,8 @@
 //      and weights once, then for each channel sums weight * gradOutput(n, c, tap's pixel) over its taps in that
 //      order and writes inputGrad once (0 where no tap lands).
 // Bit-identical on every run. Workspace: 2 * E keys and 2 * E tap ids (8 bytes each, the sort's double buffers),
-// E weights, N*Hin*Win + 1 segment starts (E = N * Hout * Wout * K*K), plus CUB's own scratch, which the kernel
-// allocates from the device's stream-ordered pool on the call's stream (its size is CUB's to say).
+// E weights, N*Hin*Win + 1 segment starts (E = N * Hout * Wout * K*K), plus CUB's own scratch, whose size phase 1
+// asks CUB for (it depends on the GPU): nothing is allocated in phase 2.
 // The atomic implementation (chosen only with ACL_OPT_DETERMINISTIC off) adds weight * gradOutput with atomicAdd
 // into a zeroed compute-type copy of inputGrad in the workspace, then converts it into inputGrad: faster, but the
 // sums' order (and so their last bits) varies from run to run.
@@ -357,9 +357,9 @@ int64_t TapCount(const BackwardParams& params) {
   return count;
 }
 
-// The workspace layouts (grid_sampler2d_cuda.h), from the parameters alone: phase 1 sizes the workspace with them,
-// phase 2 finds its arrays.
-CudaWorkspacePlan DeterministicPlan(const BackwardParams& params) {
+// The workspace layouts (grid_sampler2d_cuda.h), from the parameters (and, in phase 1, CUB's scratch size on the
+// device): phase 1 sizes the workspace with them, phase 2 finds its arrays.
+CudaWorkspacePlan DeterministicPlan(const BackwardParams& params, DeviceQuery query) {
   CudaWorkspacePlan plan;
   if (!params.want_input_grad) return plan;
   const SamplerShape& s = params.shape;
@@ -370,8 +370,11 @@ CudaWorkspacePlan DeterministicPlan(const BackwardParams& params) {
   plan.keys = layout.Reserve(SaturatingMul(2 * taps, sizeof(uint64_t)));
   plan.tap_ids = layout.Reserve(SaturatingMul(2 * taps, sizeof(int64_t)));
   plan.weights = layout.Reserve(SaturatingMul(taps, compute_bytes));
-  plan.segment_starts = layout.Reserve(
-      SaturatingMul(SaturatingAdd(static_cast<uint64_t>(s.batch * s.in_height * s.in_width), 1), sizeof(int64_t)));
+  const uint64_t elements = static_cast<uint64_t>(s.batch * s.in_height * s.in_width);
+  plan.segment_starts = layout.Reserve(SaturatingMul(SaturatingAdd(elements, 1), sizeof(int64_t)));
+  // Last (see DeviceQuery). Keys are at most `elements`, the sentinel of invalid taps.
+  plan.sort_scratch = layout.Reserve(
+      query == DeviceQuery::kAsk ? cuda::SortScratchBytes<uint64_t, int64_t>(plan.tap_count, elements) : 0);
   plan.bytes = layout.TotalBytes();
   return plan;
 }
@@ -390,9 +393,10 @@ CudaWorkspacePlan AtomicPlan(const BackwardParams& params) {
 
 // The deterministic inputGrad: steps 1 to 4 of the NOTE.
 template <class Storage, int K>
-aclnnStatus DeterministicInputGrad(const BackwardParams& p, void* workspace, cudaStream_t stream) {
+aclnnStatus DeterministicInputGrad(const BackwardParams& p, const KernelContext& context, cudaStream_t stream) {
   using T = cuda::ComputeType<Storage>;
-  const CudaWorkspacePlan plan = DeterministicPlan(p);
+  const CudaWorkspacePlan plan = DeterministicPlan(p, DeviceQuery::kSkip);
+  void* workspace = context.workspace;
   const SamplerShape& s = p.shape;
   const int64_t pixels = s.batch * s.out_height * s.out_width;
   const int64_t elements = s.batch * s.in_height * s.in_width;
@@ -408,8 +412,9 @@ aclnnStatus DeterministicInputGrad(const BackwardParams& p, void* workspace, cud
   cub::DoubleBuffer<uint64_t> sort_keys(keys, keys + taps);
   cub::DoubleBuffer<int64_t> sort_ids(tap_ids, tap_ids + taps);
   // Keys are at most `elements` (the sentinel of invalid taps).
-  if (aclnnStatus status = cuda::StableSortPairs(kBackwardName, "the taps", &sort_keys, &sort_ids, taps,
-                                                 static_cast<uint64_t>(elements), stream)) {
+  if (aclnnStatus status =
+          cuda::StableSortPairs(kBackwardName, "the taps", &sort_keys, &sort_ids, taps, static_cast<uint64_t>(elements),
+                                cuda::SortScratchInWorkspace(context, plan.sort_scratch), stream)) {
     return status;
   }
   cuda::SegmentStartsKernel<<<cuda::GridBlocks(elements + 1, kThreads), kThreads, 0, stream>>>(
@@ -459,7 +464,7 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
             p, input_elements, static_cast<const T*>(nullptr));
         return cuda::LaunchStatus(kBackwardName, "zero inputGrad");
       }
-      return deterministic ? DeterministicInputGrad<Storage, K>(p, context.workspace, stream)
+      return deterministic ? DeterministicInputGrad<Storage, K>(p, context, stream)
                            : AtomicInputGrad<Storage, K>(p, context.workspace, stream);
     });
   });
@@ -485,7 +490,9 @@ aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context)
 
 bool SupportsBackwardCuda(const BackwardParams& params) { return TapCount(params) >= 0; }
 
-uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) { return DeterministicPlan(*params).bytes; }
+uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) {
+  return DeterministicPlan(*params, DeviceQuery::kAsk).bytes;
+}
 
 uint64_t PlanBackwardCudaAtomic(BackwardParams* params) { return AtomicPlan(*params).bytes; }
 

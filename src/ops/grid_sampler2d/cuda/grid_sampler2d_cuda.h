@@ -20,6 +20,7 @@ struct CudaWorkspacePlan {
   int64_t tap_ids = -1;       // int64 [2][E]: the taps, sorted along
   int64_t weights = -1;       // compute type [E]: each tap's weight
   int64_t segment_starts = -1;  // int64 [N * Hin * Win + 1]: where each input element's taps begin
+  int64_t sort_scratch = -1;    // CUB's radix sort scratch, sized in phase 1 (pacl/cuda_sort.cuh), the last array
   int64_t accumulator = -1;   // compute type [N][C][Hin][Win] (the atomic implementation)
   uint64_t bytes = 0;
 };

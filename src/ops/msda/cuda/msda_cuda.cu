@@ -28,8 +28,8 @@
 // the sums are rounded into gradValue through its strides. The atomic implementation (only with
 // ACL_OPT_DETERMINISTIC off) adds attn * weight * gradOutput into the same sums with atomicAdd in the row kernel.
 // Workspace: the sums (bs * nh * nk * c fp32) and, deterministic, a chunk's entries (two 8-byte keys, two 4-byte
-// ids and a weight each, chunk_entries <= 2^22 + one row) and segment starts; CUB's scratch comes from the
-// device's stream-ordered pool on the call's stream.
+// ids and a weight each, chunk_entries <= 2^22 + one row) and segment starts, then CUB's scratch for the
+// largest chunk's sort, whose size phase 1 asks CUB for (it depends on the GPU): nothing is allocated in phase 2.
 #include <cstdint>
 
 #include "msda/msda_corners.h"
@@ -376,8 +376,8 @@ __global__ void __launch_bounds__(kThreads) StoreGradValueKernel(const BackwardP
 
 int64_t SumsCount(const MsdaShape& s) { return s.batch * s.heads * s.keys * s.channels; }
 
-// The workspace layouts (msda_cuda.h), from the parameters alone: phase 1 sizes the workspace with them, phase 2
-// finds its arrays.
+// The workspace layouts (msda_cuda.h), from the parameters (and, in phase 1, CUB's scratch size on the device):
+// phase 1 sizes the workspace with them, phase 2 finds its arrays.
 CudaWorkspacePlan AtomicPlan(const BackwardParams& params) {
   CudaWorkspacePlan plan;
   WorkspaceLayout layout;
@@ -386,7 +386,7 @@ CudaWorkspacePlan AtomicPlan(const BackwardParams& params) {
   return plan;
 }
 
-CudaWorkspacePlan DeterministicPlan(const BackwardParams& params) {
+CudaWorkspacePlan DeterministicPlan(const BackwardParams& params, DeviceQuery query) {
   const MsdaShape& s = params.shape;
   CudaWorkspacePlan plan;
   const int64_t row_entries = s.levels * s.points * 4;
@@ -412,14 +412,19 @@ CudaWorkspacePlan DeterministicPlan(const BackwardParams& params) {
   plan.weights = layout.Reserve(entries * sizeof(float));
   const uint64_t chunk_keys = SaturatingMul(static_cast<uint64_t>(plan.chunk_planes), static_cast<uint64_t>(s.keys));
   plan.segment_starts = layout.Reserve(SaturatingMul(SaturatingAdd(chunk_keys, 1), sizeof(int32_t)));
+  // Last (see DeviceQuery): for the largest chunk, whose keys are at most chunk_keys (the sentinel of invalid corners).
+  plan.sort_scratch = layout.Reserve(
+      query == DeviceQuery::kAsk ? cuda::SortScratchBytes<uint64_t, uint32_t>(plan.chunk_entries, chunk_keys) : 0);
   plan.bytes = layout.TotalBytes();
   return plan;
 }
 
 template <class Storage>
-aclnnStatus DeterministicGradValue(const BackwardParams& p, const CudaWorkspacePlan& plan, void* workspace, float* sums,
-                                   cudaStream_t stream) {
+aclnnStatus DeterministicGradValue(const BackwardParams& p, const CudaWorkspacePlan& plan, const KernelContext& context,
+                                   float* sums, cudaStream_t stream) {
   const MsdaShape& s = p.shape;
+  void* workspace = context.workspace;
+  const cuda::SortScratch scratch = cuda::SortScratchInWorkspace(context, plan.sort_scratch);
   float* weights = cuda::WorkspaceArray<float>(workspace, plan.weights);
   int32_t* starts = cuda::WorkspaceArray<int32_t>(workspace, plan.segment_starts);
   const int64_t planes = s.batch * s.heads;
@@ -442,7 +447,7 @@ aclnnStatus DeterministicGradValue(const BackwardParams& p, const CudaWorkspaceP
       cub::DoubleBuffer<uint32_t> sort_ids(ids, ids + plan.chunk_entries);
       // Keys are at most key_count (the sentinel of invalid corners).
       if (aclnnStatus status = cuda::StableSortPairs(kBackwardName, "the gradValue entries", &sort_keys, &sort_ids,
-                                                     entries, static_cast<uint64_t>(key_count), stream)) {
+                                                     entries, static_cast<uint64_t>(key_count), scratch, stream)) {
         return status;
       }
       cuda::SegmentStartsKernel<<<cuda::GridBlocks(key_count + 1, kThreads), kThreads, 0, stream>>>(
@@ -462,7 +467,7 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
   const cudaStream_t stream = cuda::StreamOf(context);
   return cuda::DispatchFloating</*kWithDouble=*/false>(kBackwardName, p.in.value.dtype, [&](auto storage) {
     using Storage = decltype(storage);
-    const CudaWorkspacePlan plan = deterministic ? DeterministicPlan(p) : AtomicPlan(p);
+    const CudaWorkspacePlan plan = deterministic ? DeterministicPlan(p, DeviceQuery::kSkip) : AtomicPlan(p);
     float* sums = cuda::WorkspaceArray<float>(context.workspace, plan.grad_value_sums);
     const int64_t sums_count = SumsCount(s);
     if (sums_count > 0) {
@@ -478,7 +483,7 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
       }
       if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "the rows' gradients")) return status;
       if (deterministic && s.channels > 0) {
-        if (aclnnStatus status = DeterministicGradValue<Storage>(p, plan, context.workspace, sums, stream)) {
+        if (aclnnStatus status = DeterministicGradValue<Storage>(p, plan, context, sums, stream)) {
           return status;
         }
       }
@@ -506,7 +511,9 @@ aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context)
 
 uint64_t PlanBackwardCudaAtomic(BackwardParams* params) { return AtomicPlan(*params).bytes; }
 
-uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) { return DeterministicPlan(*params).bytes; }
+uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) {
+  return DeterministicPlan(*params, DeviceQuery::kAsk).bytes;
+}
 
 aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context) {
   return RunBackward(params, context, /*deterministic=*/true);

@@ -23,6 +23,7 @@ struct CudaWorkspacePlan {
   int64_t entry_ids = -1;        // uint32 [2][chunk_entries]
   int64_t weights = -1;          // fp32 [chunk_entries]
   int64_t segment_starts = -1;   // int32 [chunk_planes * keys + 1]
+  int64_t sort_scratch = -1;     // CUB's radix sort scratch, sized in phase 1 (pacl/cuda_sort.cuh), the last array
   uint64_t bytes = 0;
 };
 

@@ -493,7 +493,7 @@ CudaWorkspacePlan PlanCudaForward(const ForwardParams& params) {
   return plan;
 }
 
-CudaWorkspacePlan PlanCudaBackward(const BackwardParams& params) {
+CudaWorkspacePlan PlanCudaBackward(const BackwardParams& params, DeviceQuery query) {
   const AttentionShape& s = params.shape;
   CudaWorkspacePlan plan;
   WorkspaceLayout layout;
@@ -504,6 +504,11 @@ CudaWorkspacePlan PlanCudaBackward(const BackwardParams& params) {
   plan.tokens = layout.Reserve(SaturatingMul(SaturatingMul(plan.pairs, 2), sizeof(uint32_t)));
   const int64_t kv_blocks = s.kv_tokens / s.block_size;
   plan.segment_starts = layout.Reserve(SaturatingMul(s.kv_heads * kv_blocks + 1, sizeof(int64_t)));
+  // Last (see DeviceQuery); keys are (KV head, key block) numbers.
+  plan.sort_scratch =
+      layout.Reserve(query == DeviceQuery::kAsk ? cuda::SortScratchBytes<uint64_t, uint32_t>(
+                                                      plan.pairs, static_cast<uint64_t>(s.kv_heads * kv_blocks))
+                                                : 0);
   plan.bytes = layout.TotalBytes();
   return plan;
 }
@@ -535,7 +540,7 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
 aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& context) {
   if (aclnnStatus status = cuda::Activate(kBackwardName, context)) return status;
   const AttentionShape& s = params.shape;
-  const CudaWorkspacePlan plan = PlanCudaBackward(params);
+  const CudaWorkspacePlan plan = PlanCudaBackward(params, DeviceQuery::kSkip);
   const cudaStream_t stream = cuda::StreamOf(context);
   Sequence* sequences = cuda::WorkspaceArray<Sequence>(context.workspace, plan.sequences);
   if (aclnnStatus status = cuda::CopyToDevice(kBackwardName, "copying the sequences", params.sequences.data(),
@@ -570,7 +575,8 @@ aclnnStatus RunBackwardCuda(const BackwardParams& params, const KernelContext& c
         tensors, sequences, count, kv_blocks, keys, tokens);
     if ((status = cuda::LaunchStatus(kBackwardName, "listing the selected blocks"))) return status;
     status = cuda::StableSortPairs(kBackwardName, "the selected blocks", &sorted_keys, &sorted_tokens, plan.pairs,
-                                   static_cast<uint64_t>(key_count), stream);
+                                   static_cast<uint64_t>(key_count),
+                                   cuda::SortScratchInWorkspace(context, plan.sort_scratch), stream);
     if (status != ACLNN_SUCCESS) return status;
   }
   constexpr int kStartsThreads = 256;

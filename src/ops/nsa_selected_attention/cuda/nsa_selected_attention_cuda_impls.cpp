@@ -9,7 +9,7 @@ namespace pacl::nsa_selected_attention {
 namespace {
 
 uint64_t PlanForward(ForwardParams* params) { return PlanCudaForward(*params).bytes; }
-uint64_t PlanBackward(BackwardParams* params) { return PlanCudaBackward(*params).bytes; }
+uint64_t PlanBackward(BackwardParams* params) { return PlanCudaBackward(*params, DeviceQuery::kAsk).bytes; }
 
 const Implementation<ForwardParams> kForward[] = {
     {"cuda", /*deterministic=*/true, /*supports=*/nullptr, PlanForward, RunForwardCuda},
