@@ -13,7 +13,8 @@ allocates on the GPU (their data pointers, shapes and strides go to aclCreateTen
     are queued back to back and the stream is synchronised once, best of several rounds;
   - the peer in PyTorch (torch.softmax without mask or scale; F.grid_sample and its autograd backward; the MSDA
     composite of F.grid_sample per level), timed the same way with torch_sync;
-  - the device-to-device copy bandwidth (a 1 GiB tensor copied, bytes read + written);
+  - the device-to-device copy bandwidth (a 1 GiB tensor copied, bytes read + written), and, for MSDA, the L2 read
+    rate (a sum over 16 MiB the L2 holds) against which the forward's gather of value rows is reported;
   - the deterministic backward against the atomic one (ACL_OPT_DETERMINISTIC off) where there are both, and checks
     that two deterministic runs give the same bits;
   - the GPU time of each call's kernels and copies alone (CUPTI, through torch.profiler), so that a call's time
@@ -177,6 +178,32 @@ def copy_bandwidth(rounds):
     return 2 * x.numel() * 4 / seconds / 1e9
 
 
+def l2_read_bandwidth(rounds):
+    """GB/s of torch.sum over a 16 MiB float32 tensor that stays in the L2 cache (50 MB on an H100), 100 sums replayed
+    from one CUDA graph so that no launch gap counts: the measured rate at which the GPU reads data its L2 holds,
+    the limit of a gather whose rows the L2 serves (MSDA's value rows). None on the CPU or when capture fails."""
+    if DEVICE != "cuda":
+        return None
+    try:
+        x = torch.rand(1 << 22, device=DEVICE)
+        total = torch.empty((), device=DEVICE)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            torch.sum(x, out=total)  # warm-up outside the capture, as CUDA graphs want
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        repeats = 100
+        with torch.cuda.graph(graph):
+            for _ in range(repeats):
+                torch.sum(x, out=total)
+        seconds = best_seconds(graph.replay, torch_sync, 3, rounds) / repeats
+        return x.numel() * 4 / seconds / 1e9
+    except RuntimeError as error:
+        print(f"(L2 read rate not measured: {error})", file=sys.stderr)
+        return None
+
+
 def matmul_peak(rounds):
     """TFLOP/s of a dense bfloat16 8192^3 matmul (float32 on the CPU smoke test: 1024^3)."""
     n = 8192 if DEVICE == "cuda" else 1024
@@ -202,9 +229,9 @@ def bench_softmax(acl, dtype, quick):
                              ctypes.c_bool(False), acl.tensor(y))
     backward, _ = acl.prepare("ScaledMaskedSoftmaxBackward", acl.tensor(dy), acl.tensor(y), acl.tensor(mask),
                               ctypes.c_double(0.125), ctypes.c_bool(False), acl.tensor(dx))
-    return [("forward", forward, nbytes(x, y, mask), lambda: torch.softmax(x, -1), nbytes(x, y)),
+    return [("forward", forward, nbytes(x, y, mask), lambda: torch.softmax(x, -1), 0),
             ("backward", backward, nbytes(dy, y, dx, mask),
-             lambda: torch._softmax_backward_data(dy, y, -1, dtype), nbytes(dy, y, dx))], (dx,)
+             lambda: torch._softmax_backward_data(dy, y, -1, dtype), 0)], (dx,)
 
 
 def bench_grid(acl, dtype, quick):
@@ -237,9 +264,8 @@ def bench_grid(acl, dtype, quick):
         torch.autograd.grad(peer_out, (inp_r, grid_r), gout, retain_graph=True)
 
     return [("forward", forward, nbytes(inp, grid, out),
-             lambda: F.grid_sample(inp, grid, "bilinear", "zeros", False), nbytes(inp, grid, out)),
-            ("backward", backward, nbytes(gout, inp, grid, ginp, ggrid), peer_backward,
-             nbytes(gout, inp, grid, ginp, ggrid)),
+             lambda: F.grid_sample(inp, grid, "bilinear", "zeros", False), 0),
+            ("backward", backward, nbytes(gout, inp, grid, ginp, ggrid), peer_backward, 0),
             ("backward-atomic", atomic, nbytes(gout, inp, grid, ginp, ggrid), None, 0)], (ginp, ggrid)
 
 
@@ -274,6 +300,21 @@ def local_encoder_locations(shapes, bs, nh, np_, dtype):
     return (ref[None, :, None, None, None, :] + offsets).contiguous()
 
 
+def msda_gathered_bytes(value, shapes, loc):
+    """Bytes of the value rows (c channels of one head) the forward reads: one per corner inside its level's map."""
+    c, size = value.shape[3], value.element_size()
+    corners = 0
+    for level, (h, w) in enumerate(shapes):
+        x = loc[:, :, :, level, :, 0].float() * w - 0.5
+        y = loc[:, :, :, level, :, 1].float() * h - 0.5
+        x0, y0 = torch.floor(x), torch.floor(y)
+        for dy in (0, 1):
+            for dx in (0, 1):
+                inside = (x0 + dx >= 0) & (x0 + dx < w) & (y0 + dy >= 0) & (y0 + dy < h)
+                corners += int(inside.sum())
+    return corners * c * size
+
+
 def bench_msda(acl, dtype, queries, quick, local=False):
     shapes = [(50, 75), (25, 38)] if quick else [(100, 150), (50, 75), (25, 38), (13, 19)]
     bs, nh, c, np_ = (2, 8, 32, 4) if quick else (4, 8, 32, 4)
@@ -306,9 +347,8 @@ def bench_msda(acl, dtype, queries, quick, local=False):
         torch.autograd.grad(peer_out, (v_r, l_r, a_r), gout, retain_graph=True)
 
     return [("forward", forward, nbytes(value, loc, attn, out), lambda: msda_composite(value, shapes, loc, attn),
-             nbytes(value, loc, attn, out)),
-            ("backward", backward, nbytes(value, loc, attn, gout, gvalue, gloc, gattn), peer_backward,
-             nbytes(value, loc, attn, gout, gvalue, gloc, gattn)),
+             0, msda_gathered_bytes(value, shapes, loc)),
+            ("backward", backward, nbytes(value, loc, attn, gout, gvalue, gloc, gattn), peer_backward, 0),
             ("backward-atomic", atomic, nbytes(value, loc, attn, gout, gvalue, gloc, gattn), None, 0)], (
         gvalue, gloc, gattn)
 
@@ -474,13 +514,14 @@ def main():
     if args.profile:
         for name, make in suites:
             cases, _ = make()
-            for direction, run, _, _, _ in cases:
+            for direction, run, *_ in cases:
                 for _ in range(2):
                     run()
                     acl.sync()
                 print(f"ran {name} {direction} twice")
         return
     bandwidth = copy_bandwidth(rounds)
+    l2_gbps = l2_read_bandwidth(rounds) if any(name.startswith("MSDA") for name, _ in suites) else None
     # The compute-bound suites' limit: a dense bfloat16 matmul on the tensor cores, measured in the same run.
     matmul_tflops = matmul_peak(rounds) if any(name.startswith("NsaSelected") for name, _ in suites) else None
     device = acl.rt.aclrtGetSocName().decode()
@@ -489,6 +530,9 @@ def main():
     print(f"PyTorch {torch.__version__}; ACLNN_DEVICE={os.environ.get('ACLNN_DEVICE')}")
     if matmul_tflops:
         print(f"dense matmul (torch.matmul; bfloat16 8192^3 on a GPU): {matmul_tflops:.1f} TFLOP/s")
+    if l2_gbps:
+        print(f"L2 read rate (torch.sum over 16 MiB held in the L2, from a CUDA graph): {l2_gbps:.0f} GB/s")
+    gather_notes = []
     print()
     print("| operator | direction | ours (ms) | GB/s | % of copy | kernels (ms) | PyTorch (ms) | speed-up | "
           "same bits twice |")
@@ -500,7 +544,9 @@ def main():
             print(f"| {name} | - | failed: {error} | | | | | | |")
             results.append({"suite": name, "error": str(error)})
             continue
-        for direction, run, bytes_moved, peer, flop in cases:
+        # A case: (direction, its call, bytes it moves, PyTorch's peer or None, FLOP (0: memory-bound, rated in GB/s
+        # against the copy), and optionally the bytes of value rows it gathers (rated against the L2 read rate)).
+        for direction, run, bytes_moved, peer, flop, *gathered in cases:
             # A call of a teraFLOP takes long enough to time alone, and twice is enough.
             case_calls, case_rounds = (1, 2) if flop > 1e12 else (calls, rounds)
             ours = best_seconds(run, acl.sync, case_calls, case_rounds)
@@ -521,6 +567,13 @@ def main():
                    "copy_fraction": gbps / bandwidth,
                    "kernel_ms": kernels * 1e3 if kernels else None, "peer_ms": peer_s * 1e3 if peer_s else None,
                    "speedup": peer_s / ours if peer_s else None, "same_bits_twice": bits}
+            if gathered and gathered[0]:  # rows gathered from the L2: their rate by kernel (else call) time
+                gather_gbps = gathered[0] / (kernels or ours) / 1e9
+                row["gathered_bytes"], row["gather_gbps"] = gathered[0], gather_gbps
+                row["l2_fraction"] = gather_gbps / l2_gbps if l2_gbps else None
+                l2_text = f", {100 * gather_gbps / l2_gbps:.0f}% of the L2 read rate" if l2_gbps else ""
+                gather_notes.append(f"{name} {direction}: {gathered[0] / 1e9:.2f} GB of value rows gathered at "
+                                    f"{gather_gbps:.0f} GB/s by {'kernel' if kernels else 'call'} time{l2_text}")
             if flop:
                 row["tflops"] = flop / ours / 1e12
                 row["matmul_fraction"] = row["tflops"] / matmul_tflops if matmul_tflops else None
@@ -533,9 +586,14 @@ def main():
                 rate_text = f"{row['tflops']:.1f} TFLOP/s | {100 * (row['matmul_fraction'] or 0):.0f}% of matmul"
             print(f"| {name} | {direction} | {ours * 1e3:.3f} | {rate_text} | "
                   f"{kernel_text} | {peer_text} | {bits_text} |")
+    if gather_notes:
+        print()
+        for note in gather_notes:
+            print(f"- {note}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": device, "copy_gbps": bandwidth, "results": results}, f, indent=1)
+            json.dump({"device": device, "copy_gbps": bandwidth, "l2_read_gbps": l2_gbps, "results": results}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":
