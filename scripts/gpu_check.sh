@@ -270,6 +270,11 @@ if wants sanitizers; then
     grid_filter+=':GridSampler2DEmpty.*'
     record "compute-sanitizer memcheck: grid sampler operator tests" yes "${sanitize[@]}" memcheck \
       "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${grid_filter}"
+    # MSDA's 8-channel forward (against the channel-at-a-time one), its value copy under an aliasing output, and
+    # the deterministic backward's sort in the workspace.
+    msda_filter='MsdaDeterminism.ForwardBits*:MsdaAliasing.*:MultiScaleDeformableAttention/MsdaLayouts.*'
+    record "compute-sanitizer memcheck: MSDA operator tests" yes "${sanitize[@]}" memcheck \
+      "${build}/tests/op_tests" --gtest_brief=1 --gtest_filter="${msda_filter}"
   else
     set_result "compute-sanitizer" "not installed"
   fi

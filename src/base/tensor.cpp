@@ -258,6 +258,10 @@ aclnnStatus ExportDims(const char* function, const int64_t* values, int count, i
 
 }  // namespace
 
+bool pacl::TensorDesc::ElementRange(int64_t* lowest, int64_t* highest) const {
+  return NumElements() > 0 && ViewExtent(shape, strides, static_cast<uint64_t>(rank), offset, lowest, highest);
+}
+
 // The byte ranges of the two views, [lowest element, highest element + 1) each, by ViewExtent (the same bounds
 // aclCreateTensor checked, so they do not overflow for a created tensor).
 bool pacl::TensorDesc::MayShareMemoryWith(const TensorDesc& other) const {

@@ -658,6 +658,22 @@ TEST(TensorDescTest, SharedMemoryIsTheIntersectionOfTheViewsByteRanges) {
   EXPECT_FALSE(rows_0_to_3.MayShareMemoryWith(ViewAt(nullptr, {4, 8}, {8, 1}, 0)));
 }
 
+TEST(TensorDescTest, ElementRangeSpansTheLowestToTheHighestElement) {
+  float buffer[64];
+  int64_t lowest = -1;
+  int64_t highest = -1;
+  ASSERT_TRUE(ViewAt(buffer, {4, 8}, {8, 1}, 32).ElementRange(&lowest, &highest));
+  EXPECT_EQ(lowest, 32);
+  EXPECT_EQ(highest, 63);
+  ASSERT_TRUE(ViewAt(buffer, {3, 2}, {-8, 3}, 20).ElementRange(&lowest, &highest));  // 4, 7, ..., 20, 23
+  EXPECT_EQ(lowest, 4);
+  EXPECT_EQ(highest, 23);
+  ASSERT_TRUE(ViewAt(buffer, {5, 1}, {0, 9}, 7).ElementRange(&lowest, &highest));  // broadcast: one element
+  EXPECT_EQ(lowest, 7);
+  EXPECT_EQ(highest, 7);
+  EXPECT_FALSE(ViewAt(buffer, {0, 8}, {8, 1}, 0).ElementRange(&lowest, &highest));  // no elements
+}
+
 TEST(TensorDescTest, OverlappingElementsAreDetected) {
   EXPECT_FALSE(ViewOf({2, 5}, {0, 1}).ElementsAreDistinct());  // broadcast row
   EXPECT_FALSE(ViewOf({3, 4}, {2, 1}).ElementsAreDistinct());  // rows overlap by two elements

@@ -50,6 +50,9 @@ struct TensorDesc {
   // sufficient test: two views that interleave without sharing an element count too). A view without elements, or
   // without data, shares nothing.
   PACL_INTERNAL_API bool MayShareMemoryWith(const TensorDesc& other) const;
+  // The lowest and highest element index (offset and strides applied) of a view with elements; false when it has
+  // none (or, impossible for a created tensor, the range overflows).
+  PACL_INTERNAL_API bool ElementRange(int64_t* lowest, int64_t* highest) const;
   // Size of one element in bytes.
   size_t ElementSize() const { return DataTypeSize(dtype); }
   // Address of storage element `element`, an element index counted from data (offset and strides applied).

@@ -34,6 +34,15 @@ PACL_HOST_DEVICE_INLINE bool ExactKey(int64_t start, int64_t y, int64_t width, i
   return true;
 }
 
+// Whether every pixel of a height x width level starting at key `start` has its key start + y * width + x inside
+// [0, keys): start >= 0 and height * width <= keys - start (no product formed, so no overflow). For such a level the
+// corners' keys need no ExactKey check; a kernel decides it once per level, not once per corner.
+PACL_HOST_DEVICE_INLINE bool LevelFitsKeys(int64_t height, int64_t width, int64_t start, int64_t keys) {
+  if (height <= 0 || width <= 0 || start < 0 || start > keys) return false;
+  const uint64_t room = static_cast<uint64_t>(keys - start);
+  return static_cast<uint64_t>(height) <= room / static_cast<uint64_t>(width);
+}
+
 // Corner k (0: (y0, x0), 1: (y0, x0 + 1), 2: (y0 + 1, x0), 3: (y0 + 1, x0 + 1)) of a point: its key (-1 when it is
 // outside the map or the key outside [0, nk): never read or written), bilinear weight, and the weight's
 // derivatives with respect to the pixel position x and y.
@@ -51,10 +60,11 @@ using PointCorners = PointCornersOf<float>;
 // (pixel position loc * size - 0.5, fused). False when the point has no valid corner: it lies outside
 // (-1, W) x (-1, H) (or is NaN), or every corner's key falls outside [0, keys) (possible only with inconsistent
 // levels); the caller then drops the point (its attention weight counts as 0, so its gradients are exactly 0 even
-// for a NaN, infinite or huge weight).
+// for a NaN, infinite or huge weight). level_fits: LevelFitsKeys(height, width, start, keys) is known to hold, so a
+// corner inside the map takes its key without the exact check (the same result, fewer instructions).
 template <class T>
 PACL_HOST_DEVICE_INLINE bool ComputeCorners(int64_t height, int64_t width, int64_t start, int64_t keys, T loc_x,
-                                            T loc_y, PointCornersOf<T>* corners) {
+                                            T loc_y, PointCornersOf<T>* corners, bool level_fits = false) {
   for (int k = 0; k < 4; ++k) {
     corners->key[k] = -1;
     corners->weight[k] = T(0);
@@ -83,9 +93,11 @@ PACL_HOST_DEVICE_INLINE bool ComputeCorners(int64_t height, int64_t width, int64
   const T d_dy[4] = {-bx, -ax, bx, ax};
   bool any_valid = false;
   for (int k = 0; k < 4; ++k) {
+    if (corner_y[k] < 0 || corner_y[k] >= height || corner_x[k] < 0 || corner_x[k] >= width) continue;
     int64_t key = 0;
-    if (corner_y[k] < 0 || corner_y[k] >= height || corner_x[k] < 0 || corner_x[k] >= width ||
-        !ExactKey(start, corner_y[k], width, corner_x[k], keys, &key)) {
+    if (level_fits) {
+      key = start + corner_y[k] * width + corner_x[k];
+    } else if (!ExactKey(start, corner_y[k], width, corner_x[k], keys, &key)) {
       continue;
     }
     corners->key[k] = key;

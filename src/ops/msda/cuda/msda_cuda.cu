@@ -12,7 +12,13 @@
 // and attention weight and computes its corners, all lanes at once, and the warp then walks the points in order,
 // each lane receiving point i's corners by shuffle from lane i, so that the loads of a row are in flight together
 // rather than one dependent chain per point.
-// Forward: out = sum over levels, points (ascending), corners k = 0..3 of (attn * weight) * value.
+// Forward: out = sum over levels, points (ascending), corners k = 0..3 of (attn * weight) * value. When value's rows
+// can be read 8 channels at a time (c a multiple of 8, unit channel stride, rows 16-byte aligned: the usual case),
+// GroupForwardKernel runs instead: one thread per (row, 8 channels), value read as 16-byte pieces (two for FLOAT),
+// each thread computing its own points' corners (no shuffles; 4 points' locations loaded together, then each point's
+// 4 corner pieces), the same terms in the same order: the same bits. A level whose keys all lie in value (checked
+// once per block, LevelFitsKeys) takes its corners' keys without the exact 64-bit check. An output that may share
+// value's memory gets value copied into the workspace first (threads read value while others write outputs).
 // Backward, per row: each lane sums over its channels, per point, gradOutput * (the corners' values combined with
 // their weights / x derivatives / y derivatives); a warp butterfly adds the lanes' sums (the same bits in every
 // lane, pacl/cuda_kernels.cuh); gradAttnWeight = the first, gradLocation = attn * W * the second, attn * H * the
@@ -50,6 +56,7 @@ constexpr int64_t kMaxSegmentStarts = int64_t{1} << 26;
 
 struct LevelMap {
   int64_t height, width, start;
+  bool fits;  // LevelFitsKeys: its corners take their keys without the exact check
 };
 
 __device__ __forceinline__ int64_t LoadIndex(const TensorDesc& t, int64_t element) {
@@ -58,12 +65,13 @@ __device__ __forceinline__ int64_t LoadIndex(const TensorDesc& t, int64_t elemen
 }
 
 // The levels, read once per block into shared memory (threads 0..levels-1).
-__device__ __forceinline__ void LoadLevels(const MsdaInputs& in, int64_t levels, LevelMap* maps) {
+__device__ __forceinline__ void LoadLevels(const MsdaInputs& in, int64_t levels, int64_t keys, LevelMap* maps) {
   for (int64_t l = threadIdx.x; l < levels; l += blockDim.x) {
     const int64_t row = in.spatial_shape.offset + l * in.spatial_shape.strides[0];
     maps[l].height = LoadIndex(in.spatial_shape, row);
     maps[l].width = LoadIndex(in.spatial_shape, row + in.spatial_shape.strides[1]);
     maps[l].start = LoadIndex(in.level_start_index, in.level_start_index.offset + l * in.level_start_index.strides[0]);
+    maps[l].fits = LevelFitsKeys(maps[l].height, maps[l].width, maps[l].start, keys);
   }
   __syncthreads();
 }
@@ -91,14 +99,16 @@ struct Point {
   float width, height;
 };
 
-template <class Storage>
+// kUseFits: take the LevelFitsKeys shortcut on levels that allow it (the same corners).
+template <class Storage, bool kUseFits = true>
 __device__ __forceinline__ Point LoadPoint(const MsdaShape& s, const MsdaInputs& in, const LevelMap& map, int64_t b,
                                            int64_t q, int64_t h, int64_t l, int64_t p) {
   Point point;
   const int64_t at = PointElement(in.location, b, q, h, l, p);
   const float loc_x = cuda::Load<Storage>(in.location, at);
   const float loc_y = cuda::Load<Storage>(in.location, at + in.location.strides[5]);
-  point.kept = ComputeCorners(map.height, map.width, map.start, s.keys, loc_x, loc_y, &point.corners);
+  point.kept =
+      ComputeCorners(map.height, map.width, map.start, s.keys, loc_x, loc_y, &point.corners, kUseFits && map.fits);
   point.attn = point.kept ? cuda::Load<Storage>(in.attn_weight, PointElement(in.attn_weight, b, q, h, l, p)) : 0.0f;
   point.width = static_cast<float>(map.width);
   point.height = static_cast<float>(map.height);
@@ -119,13 +129,13 @@ __device__ __forceinline__ Row RowOf(const MsdaShape& s, int64_t row) {
 
 // Point `index` (level-major: index = level * points + point) of a row, loaded by the lane that owns it; a lane
 // past the row's points holds a dropped point.
-template <class Storage>
+template <class Storage, bool kUseFits = true>
 __device__ __forceinline__ Point LoadLanePoint(const MsdaShape& s, const MsdaInputs& in, const LevelMap* maps,
                                                const Row& r, int64_t index) {
   Point point{};
   if (index < s.levels * s.points) {
     const int64_t l = index / s.points;
-    point = LoadPoint<Storage>(s, in, maps[l], r.b, r.q, r.h, l, index % s.points);
+    point = LoadPoint<Storage, kUseFits>(s, in, maps[l], r.b, r.q, r.h, l, index % s.points);
   }
   if (!point.kept) {
     for (int k = 0; k < 4; ++k) point.corners.key[k] = -1;
@@ -143,7 +153,7 @@ template <class Storage>
 __global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p, int64_t rows) {
   __shared__ LevelMap maps[kMaxLevels];
   const MsdaShape& s = p.shape;
-  LoadLevels(p.in, s.levels, maps);
+  LoadLevels(p.in, s.levels, s.keys, maps);
   const int lane = threadIdx.x % 32;
   const int64_t row_points = s.levels * s.points;
   const TensorDesc& value = p.in.value;
@@ -187,12 +197,101 @@ __global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p,
   }
 }
 
+// ---- Forward over channel groups (value rows read 8 channels at a time) ----
+
+constexpr int kGroupChannels = 8;
+// Points whose locations and attention weights a thread loads together before it reads their corners.
+constexpr int kPointBatch = 4;
+
+// The 8 channels at `at` (16-byte aligned) in float: two 16-byte loads for FLOAT, one for FLOAT16 and BFLOAT16.
+__device__ __forceinline__ void LoadGroup(const float* at, float v[kGroupChannels]) {
+  const float4 low = *reinterpret_cast<const float4*>(at);
+  const float4 high = *reinterpret_cast<const float4*>(at + 4);
+  v[0] = low.x, v[1] = low.y, v[2] = low.z, v[3] = low.w;
+  v[4] = high.x, v[5] = high.y, v[6] = high.z, v[7] = high.w;
+}
+// FLOAT16 and BFLOAT16: one 16-byte load.
+template <class Half>
+__device__ __forceinline__ void LoadGroup(const Half* at, float v[kGroupChannels]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(at);
+  const Half* halves = reinterpret_cast<const Half*>(&raw);
+#pragma unroll
+  for (int i = 0; i < kGroupChannels; ++i) v[i] = cuda::ToCompute(halves[i]);
+}
+
+// One thread per (row, group of 8 channels), group fastest: the `groups` threads of a row read each corner's value
+// row as adjacent 16-byte pieces. Each thread computes its points' corners itself (no shuffles) and walks levels,
+// points and corners in the order of ForwardKernel, with the same operations: the same bits.
+template <class Storage>
+__global__ void __launch_bounds__(kThreads) GroupForwardKernel(const ForwardParams p, int64_t items) {
+  __shared__ LevelMap maps[kMaxLevels];
+  const MsdaShape& s = p.shape;
+  LoadLevels(p.in, s.levels, s.keys, maps);
+  const int64_t groups = s.channels / kGroupChannels;
+  const int64_t row_points = s.levels * s.points;
+  const TensorDesc& value = p.in.value;
+  const int64_t key_stride = value.strides[1];
+  for (int64_t item = cuda::GridStart(); item < items; item += cuda::GridStride()) {
+    const int64_t group = item % groups;
+    const Row r = RowOf(s, item / groups);
+    const Storage* plane = static_cast<const Storage*>(value.data) + ValuePlane(value, r) + group * kGroupChannels;
+    float sum[kGroupChannels] = {};
+    for (int64_t first = 0; first < row_points; first += kPointBatch) {
+      // The batch's locations and weights in flight together, then their corners' value rows, point by point.
+      Point batch[kPointBatch];
+#pragma unroll
+      for (int i = 0; i < kPointBatch; ++i) {
+        const int64_t index = first + i;
+        batch[i].kept = false;
+        if (index < row_points) {
+          const int64_t l = index / s.points;
+          batch[i] = LoadPoint<Storage>(s, p.in, maps[l], r.b, r.q, r.h, l, index % s.points);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kPointBatch; ++i) {
+        if (!batch[i].kept) continue;
+        float corner_values[4][kGroupChannels];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (batch[i].corners.key[k] >= 0) LoadGroup(plane + batch[i].corners.key[k] * key_stride, corner_values[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          if (batch[i].corners.key[k] < 0) continue;
+          const float w = batch[i].attn * batch[i].corners.weight[k];
+#pragma unroll
+          for (int j = 0; j < kGroupChannels; ++j) sum[j] += w * corner_values[k][j];
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kGroupChannels; ++j) {
+      const int64_t c = group * kGroupChannels + j;
+      cuda::Store<Storage>(p.output.desc, HeadRowElement(p.output, r.b, r.q, r.h, c), sum[j]);
+    }
+  }
+}
+
+// Whether GroupForwardKernel may read value: channels a multiple of 8, unit channel stride, and every row start
+// (offset, and the batch, key and head strides of dims longer than 1) a multiple of 8 elements from a 16-byte
+// aligned pointer, so that each group is one aligned 16- or 32-byte piece.
+bool GroupForwardTakes(const ForwardParams& p) {
+  const TensorDesc& value = p.in.value;
+  if (p.shape.channels % kGroupChannels != 0 || value.strides[3] != 1) return false;
+  if (reinterpret_cast<uintptr_t>(value.data) % 16 != 0 || value.offset % kGroupChannels != 0) return false;
+  for (int d = 0; d < 3; ++d) {
+    if (value.shape[d] > 1 && value.strides[d] % kGroupChannels != 0) return false;
+  }
+  return true;
+}
+
 // gradAttnWeight and gradLocation of every point of every row; with kAtomic, also the gradValue scatter into sums.
 template <class Storage, bool kAtomic>
 __global__ void __launch_bounds__(kThreads) RowGradKernel(const BackwardParams p, int64_t rows, float* sums) {
   __shared__ LevelMap maps[kMaxLevels];
   const MsdaShape& s = p.shape;
-  LoadLevels(p.in, s.levels, maps);
+  LoadLevels(p.in, s.levels, s.keys, maps);
   const int lane = threadIdx.x % 32;
   const int64_t row_points = s.levels * s.points;
   const TensorDesc& value = p.in.value;
@@ -209,7 +308,9 @@ __global__ void __launch_bounds__(kThreads) RowGradKernel(const BackwardParams p
                  : 0.0f;
     }
     for (int64_t first = 0; first < row_points; first += 32) {
-      const Point mine = LoadLanePoint<Storage>(s, p.in, maps, r, first + lane);
+      // The exact key check on every level: with the LevelFitsKeys shortcut too, ptxas (nvcc 13, sm_90) spilled
+      // the deterministic instance's registers.
+      const Point mine = LoadLanePoint<Storage, /*kUseFits=*/false>(s, p.in, maps, r, first + lane);
       // The warp's sums for this lane's point, kept by the lane when the warp reaches it.
       float mine_by_weight = 0.0f;
       float mine_by_dx = 0.0f;
@@ -289,7 +390,7 @@ __global__ void __launch_bounds__(kThreads)
     ListEntriesKernel(const BackwardParams p, Chunk chunk, uint64_t* keys, uint32_t* ids, float* weights) {
   __shared__ LevelMap maps[kMaxLevels];
   const MsdaShape& s = p.shape;
-  LoadLevels(p.in, s.levels, maps);
+  LoadLevels(p.in, s.levels, s.keys, maps);
   const int64_t row_points = s.levels * s.points;
   const int64_t count = chunk.planes * chunk.queries * row_points;
   const uint64_t sentinel = static_cast<uint64_t>(chunk.planes * s.keys);
@@ -495,16 +596,55 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
   });
 }
 
+// The forward's workspace: a copy of value's elements when the output may share value's memory (the kernels read
+// value while other threads already write outputs); nothing otherwise.
+struct ValueCopy {
+  int64_t lowest = 0;  // value's lowest element, copied to the workspace start
+  uint64_t bytes = 0;
+};
+ValueCopy ForwardValueCopy(const ForwardParams& params) {
+  ValueCopy copy;
+  int64_t highest = 0;
+  if (params.in.value.MayShareMemoryWith(params.output.desc) && params.in.value.ElementRange(&copy.lowest, &highest)) {
+    copy.bytes = static_cast<uint64_t>(highest - copy.lowest + 1) * params.in.value.ElementSize();
+  }
+  return copy;
+}
+
 }  // namespace
 
-aclnnStatus RunForwardCuda(const ForwardParams& p, const KernelContext& context) {
+uint64_t PlanForwardCuda(ForwardParams* params) {
+  WorkspaceLayout layout;
+  const ValueCopy copy = ForwardValueCopy(*params);
+  if (copy.bytes > 0) layout.Reserve(copy.bytes);
+  return layout.TotalBytes();
+}
+
+aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context) {
   if (aclnnStatus status = cuda::Activate(kForwardName, context)) return status;
-  const int64_t rows = p.shape.batch * p.shape.queries * p.shape.heads;
-  if (rows == 0 || p.shape.channels == 0) return ACLNN_SUCCESS;
+  const int64_t rows = params.shape.batch * params.shape.queries * params.shape.heads;
+  if (rows == 0 || params.shape.channels == 0) return ACLNN_SUCCESS;
   const cudaStream_t stream = cuda::StreamOf(context);
+  ForwardParams p = params;
+  const ValueCopy copy = ForwardValueCopy(params);
+  if (copy.bytes > 0) {
+    char* copied = cuda::WorkspaceArray<char>(context.workspace, 0);
+    if (cudaMemcpyAsync(copied, params.in.value.ElementAt(copy.lowest), copy.bytes, cudaMemcpyDeviceToDevice, stream) !=
+        cudaSuccess) {
+      return cuda::LaunchStatus(kForwardName, "copying value away from the output");
+    }
+    p.in.value.data = copied;
+    p.in.value.offset -= copy.lowest;
+  }
+  const bool by_groups = GroupForwardTakes(p);
   return cuda::DispatchFloating</*kWithDouble=*/false>(kForwardName, p.in.value.dtype, [&](auto storage) {
     using Storage = decltype(storage);
-    ForwardKernel<Storage><<<cuda::GridBlocks(rows, kRowsPerBlock), kThreads, 0, stream>>>(p, rows);
+    if (by_groups) {
+      const int64_t items = rows * (p.shape.channels / kGroupChannels);
+      GroupForwardKernel<Storage><<<cuda::GridBlocks(items, kThreads), kThreads, 0, stream>>>(p, items);
+    } else {
+      ForwardKernel<Storage><<<cuda::GridBlocks(rows, kRowsPerBlock), kThreads, 0, stream>>>(p, rows);
+    }
     return cuda::LaunchStatus(kForwardName, "kernel launch");
   });
 }

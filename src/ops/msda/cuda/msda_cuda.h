@@ -29,7 +29,9 @@ struct CudaWorkspacePlan {
 
 // The CUDA implementations (msda_cuda.cu), enqueued on the context's CUDA stream. The backward has two: deterministic
 // (gradValue gathered through a sort of the corner entries; the default) and atomic (float atomics, only when
-// ACL_OPT_DETERMINISTIC is turned off).
+// ACL_OPT_DETERMINISTIC is turned off). The forward's workspace holds a copy of value when the output may share its
+// memory.
+uint64_t PlanForwardCuda(ForwardParams* params);
 aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context);
 uint64_t PlanBackwardCudaDeterministic(BackwardParams* params);
 uint64_t PlanBackwardCudaAtomic(BackwardParams* params);

@@ -16,7 +16,7 @@ bool CudaTakes(const Params& params) {
 }
 
 const Implementation<ForwardParams> kForward[] = {
-    {"cuda", /*deterministic=*/true, CudaTakes<ForwardParams>, /*plan=*/nullptr, RunForwardCuda},
+    {"cuda", /*deterministic=*/true, CudaTakes<ForwardParams>, PlanForwardCuda, RunForwardCuda},
 };
 
 const Implementation<BackwardParams> kBackward[] = {

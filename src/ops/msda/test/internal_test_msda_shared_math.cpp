@@ -101,4 +101,46 @@ TEST(SharedMath, MsdaCornersMatchBilinearInterpolation) {
   for (int k = 0; k < 4; ++k) EXPECT_LT(corners.key[k], start + 2 * width + 1);
 }
 
+// LevelFitsKeys against 128-bit arithmetic, and ComputeCorners' shortcut for such levels against its exact check:
+// the same corners, bit for bit, for random and edge-case levels and locations.
+TEST(SharedMath, MsdaLevelFitsKeysShortcutIsExact) {
+  std::mt19937_64 rng(17);
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> edges = {0, 1, 2, 3, 64, int64_t{1} << 31, int64_t{1} << 32, big / 2, big - 1, big};
+  std::uniform_real_distribution<float> location(-0.3f, 1.3f);
+  int fitting = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const auto pick = [&]() {
+      return rng() % 4 == 0 ? edges[rng() % edges.size()] : static_cast<int64_t>(rng() % 200);
+    };
+    const int64_t height = pick();
+    const int64_t width = pick();
+    const int64_t start = rng() % 8 == 0 ? -static_cast<int64_t>(rng() % 100) - 1 : pick();
+    // Half the levels end at, just before or just after the last key (when that is an int64).
+    const Wide end = static_cast<Wide>(start) + static_cast<Wide>(height) * width + static_cast<Wide>(rng() % 3) - 1;
+    const int64_t keys = rng() % 2 == 0 || end < 0 || end > big ? pick() : static_cast<int64_t>(end);
+    const bool expected = height > 0 && width > 0 && start >= 0 && start <= keys &&
+                          static_cast<Wide>(height) * width <= static_cast<Wide>(keys) - start;
+    ASSERT_EQ(pacl::msda::LevelFitsKeys(height, width, start, keys), expected)
+        << height << " x " << width << " from " << start << " in " << keys << " keys";
+    if (!expected) continue;
+    ++fitting;
+    for (int point = 0; point < 8; ++point) {
+      const float loc_x = location(rng);
+      const float loc_y = location(rng);
+      pacl::msda::PointCorners exact;
+      pacl::msda::PointCorners shortcut;
+      const bool kept = pacl::msda::ComputeCorners(height, width, start, keys, loc_x, loc_y, &exact);
+      ASSERT_EQ(pacl::msda::ComputeCorners(height, width, start, keys, loc_x, loc_y, &shortcut, true), kept);
+      for (int k = 0; k < 4; ++k) {
+        ASSERT_EQ(shortcut.key[k], exact.key[k]) << "corner " << k << " of (" << loc_x << ", " << loc_y << ")";
+        ASSERT_EQ(shortcut.weight[k], exact.weight[k]);
+        ASSERT_EQ(shortcut.d_dx[k], exact.d_dx[k]);
+        ASSERT_EQ(shortcut.d_dy[k], exact.d_dy[k]);
+      }
+    }
+  }
+  EXPECT_GT(fitting, 2000);
+}
+
 }  // namespace
