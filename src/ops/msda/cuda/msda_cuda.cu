@@ -22,7 +22,9 @@
 // Backward, per row: each lane sums over its channels, per point, gradOutput * (the corners' values combined with
 // their weights / x derivatives / y derivatives); a warp butterfly adds the lanes' sums (the same bits in every
 // lane, pacl/cuda_kernels.cuh); gradAttnWeight = the first, gradLocation = attn * W * the second, attn * H * the
-// third. Deterministic: fixed orders only.
+// third. Deterministic: fixed orders only. With value in 8-channel groups and c / 8 dividing 32, GroupRowGradKernel
+// runs instead: a thread per (row, 8 channels) as in the forward, its 8 channels' sums added across the row's
+// threads by a butterfly (another fixed order: the gradients' last bits may differ between value layouts).
 // Backward, gradValue: a scatter from every row into value rows shared by all queries. The deterministic
 // implementation gathers instead, chunk by chunk (a chunk: `chunk_planes` (image, head) planes, and within each a
 // range of at most `chunk_queries` queries, a split fixed by the shape alone): every corner of the chunk becomes an
@@ -200,8 +202,10 @@ __global__ void __launch_bounds__(kThreads) ForwardKernel(const ForwardParams p,
 // ---- Forward over channel groups (value rows read 8 channels at a time) ----
 
 constexpr int kGroupChannels = 8;
-// Points whose locations and attention weights a thread loads together before it reads their corners.
+// Points whose locations and attention weights a thread loads together before it reads their corners (the
+// gradient kernel holds more per point: 2 keeps it at 150-170 registers).
 constexpr int kPointBatch = 4;
+constexpr int kGradPointBatch = 2;
 
 // The 8 channels at `at` (16-byte aligned) in float: two 16-byte loads for FLOAT, one for FLOAT16 and BFLOAT16.
 __device__ __forceinline__ void LoadGroup(const float* at, float v[kGroupChannels]) {
@@ -217,6 +221,23 @@ __device__ __forceinline__ void LoadGroup(const Half* at, float v[kGroupChannels
   const Half* halves = reinterpret_cast<const Half*>(&raw);
 #pragma unroll
   for (int i = 0; i < kGroupChannels; ++i) v[i] = cuda::ToCompute(halves[i]);
+}
+
+// Points first, first + 1, ... (level-major) of row r, their loads in flight together; those past the row's points
+// are dropped (kept false, attn 0).
+template <class Storage, int kBatch>
+__device__ __forceinline__ void LoadPointBatch(const MsdaShape& s, const MsdaInputs& in, const LevelMap* maps,
+                                               const Row& r, int64_t first, Point (&batch)[kBatch]) {
+#pragma unroll
+  for (int i = 0; i < kBatch; ++i) {
+    const int64_t index = first + i;
+    batch[i].kept = false;
+    batch[i].attn = 0.0f;
+    if (index < s.levels * s.points) {
+      const int64_t l = index / s.points;
+      batch[i] = LoadPoint<Storage>(s, in, maps[l], r.b, r.q, r.h, l, index % s.points);
+    }
+  }
 }
 
 // One thread per (row, group of 8 channels), group fastest: the `groups` threads of a row read each corner's value
@@ -239,15 +260,7 @@ __global__ void __launch_bounds__(kThreads) GroupForwardKernel(const ForwardPara
     for (int64_t first = 0; first < row_points; first += kPointBatch) {
       // The batch's locations and weights in flight together, then their corners' value rows, point by point.
       Point batch[kPointBatch];
-#pragma unroll
-      for (int i = 0; i < kPointBatch; ++i) {
-        const int64_t index = first + i;
-        batch[i].kept = false;
-        if (index < row_points) {
-          const int64_t l = index / s.points;
-          batch[i] = LoadPoint<Storage>(s, p.in, maps[l], r.b, r.q, r.h, l, index % s.points);
-        }
-      }
+      LoadPointBatch<Storage>(s, p.in, maps, r, first, batch);
 #pragma unroll
       for (int i = 0; i < kPointBatch; ++i) {
         if (!batch[i].kept) continue;
@@ -273,17 +286,32 @@ __global__ void __launch_bounds__(kThreads) GroupForwardKernel(const ForwardPara
   }
 }
 
-// Whether GroupForwardKernel may read value: channels a multiple of 8, unit channel stride, and every row start
-// (offset, and the batch, key and head strides of dims longer than 1) a multiple of 8 elements from a 16-byte
+// Whether the channel-group kernels may read value: channels a multiple of 8, unit channel stride, and every row
+// start (offset, and the batch, key and head strides of dims longer than 1) a multiple of 8 elements from a 16-byte
 // aligned pointer, so that each group is one aligned 16- or 32-byte piece.
-bool GroupForwardTakes(const ForwardParams& p) {
-  const TensorDesc& value = p.in.value;
-  if (p.shape.channels % kGroupChannels != 0 || value.strides[3] != 1) return false;
+bool ValueInGroups(const TensorDesc& value, int64_t channels) {
+  if (channels % kGroupChannels != 0 || value.strides[3] != 1) return false;
   if (reinterpret_cast<uintptr_t>(value.data) % 16 != 0 || value.offset % kGroupChannels != 0) return false;
   for (int d = 0; d < 3; ++d) {
     if (value.shape[d] > 1 && value.strides[d] % kGroupChannels != 0) return false;
   }
   return true;
+}
+
+// gradAttnWeight and gradLocation of point `index` (level-major) of row r from its sums over the channels of
+// gradOutput * the corners' values combined with their weights, x and y derivatives. A dropped point has no valid
+// corner: its sums and attn are 0, and so are its gradients.
+template <class Storage>
+__device__ __forceinline__ void StorePointGradients(const BackwardParams& p, const Row& r, int64_t index,
+                                                    const Point& point, float by_weight, float by_dx, float by_dy) {
+  const int64_t l = index / p.shape.points;
+  const int64_t pt = index % p.shape.points;
+  const TensorDesc& attn_grad = p.grad_attn_weight;
+  cuda::Store<Storage>(attn_grad, PointElement(attn_grad, r.b, r.q, r.h, l, pt), by_weight);
+  const TensorDesc& loc_grad = p.grad_location;
+  const int64_t at = PointElement(loc_grad, r.b, r.q, r.h, l, pt);
+  cuda::Store<Storage>(loc_grad, at, by_dx * (point.attn * point.width));
+  cuda::Store<Storage>(loc_grad, at + loc_grad.strides[5], by_dy * (point.attn * point.height));
 }
 
 // gradAttnWeight and gradLocation of every point of every row; with kAtomic, also the gradValue scatter into sums.
@@ -363,19 +391,91 @@ __global__ void __launch_bounds__(kThreads) RowGradKernel(const BackwardParams p
         }
       }
       const int64_t index = first + lane;
-      if (index < row_points) {
-        // A dropped point has no valid corner: all three sums are 0 and so are its gradients.
-        const int64_t l = index / s.points;
-        const int64_t pt = index % s.points;
-        const TensorDesc& attn_grad = p.grad_attn_weight;
-        cuda::Store<Storage>(attn_grad, PointElement(attn_grad, r.b, r.q, r.h, l, pt), mine_by_weight);
-        const TensorDesc& loc_grad = p.grad_location;
-        const int64_t at = PointElement(loc_grad, r.b, r.q, r.h, l, pt);
-        cuda::Store<Storage>(loc_grad, at, mine_by_dx * (mine.attn * mine.width));
-        cuda::Store<Storage>(loc_grad, at + loc_grad.strides[5], mine_by_dy * (mine.attn * mine.height));
+      if (index < row_points) StorePointGradients<Storage>(p, r, index, mine, mine_by_weight, mine_by_dx, mine_by_dy);
+    }
+  }
+}
+
+// RowGradKernel over channel groups, for value in groups (ValueInGroups) whose row's groups share a warp (c / 8
+// divides 32): one thread per (row, 8 channels) as in GroupForwardKernel. Per point, each thread's sums over its 8
+// channels are added across the row's threads by a butterfly (the same bits in each of them), and the row's first
+// thread stores the point's gradients. The sums' order differs from RowGradKernel's (channels in groups of 8, then
+// groups): FLOAT-rounding-level differences between value layouts, none between runs.
+template <class Storage, bool kAtomic>
+__global__ void __launch_bounds__(kThreads) GroupRowGradKernel(const BackwardParams p, int64_t items, float* sums) {
+  __shared__ LevelMap maps[kMaxLevels];
+  const MsdaShape& s = p.shape;
+  LoadLevels(p.in, s.levels, s.keys, maps);
+  const int groups = static_cast<int>(s.channels / kGroupChannels);
+  const int64_t row_points = s.levels * s.points;
+  const TensorDesc& value = p.in.value;
+  const int64_t key_stride = value.strides[1];
+  // The lanes of this thread's row: `groups` adjacent lanes, aligned (items is rows * groups and 32 % groups == 0,
+  // so a row's threads run the loop together and take the same branches).
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const unsigned row_lanes =
+      groups == 32 ? 0xffffffffu : ((1u << groups) - 1) << (static_cast<unsigned>(lane) & ~(groups - 1u));
+  for (int64_t item = cuda::GridStart(); item < items; item += cuda::GridStride()) {
+    const int64_t group = item % groups;
+    const Row r = RowOf(s, item / groups);
+    const Storage* plane = static_cast<const Storage*>(value.data) + ValuePlane(value, r) + group * kGroupChannels;
+    float g[kGroupChannels];
+#pragma unroll
+    for (int j = 0; j < kGroupChannels; ++j) {
+      const int64_t c = group * kGroupChannels + j;
+      g[j] = cuda::Load<Storage>(p.grad_output.desc, HeadRowElement(p.grad_output, r.b, r.q, r.h, c));
+    }
+    float* plane_sums = sums + (r.b * s.heads + r.h) * s.keys * s.channels + group * kGroupChannels;
+    for (int64_t first = 0; first < row_points; first += kGradPointBatch) {
+      Point batch[kGradPointBatch];
+      LoadPointBatch<Storage>(s, p.in, maps, r, first, batch);
+#pragma unroll
+      for (int i = 0; i < kGradPointBatch; ++i) {
+        const int64_t index = first + i;
+        if (index >= row_points) break;
+        const Point& point = batch[i];
+        // A dropped point has no valid corner: its three sums, and so its gradients, are 0.
+        float by_weight = 0.0f;
+        float by_dx = 0.0f;
+        float by_dy = 0.0f;
+        if (point.kept) {
+          float corner_values[4][kGroupChannels];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            if (point.corners.key[k] >= 0) LoadGroup(plane + point.corners.key[k] * key_stride, corner_values[k]);
+          }
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            if (point.corners.key[k] < 0) continue;
+            float dot = 0.0f;
+#pragma unroll
+            for (int j = 0; j < kGroupChannels; ++j) {
+              dot = fmaf(g[j], corner_values[k][j], dot);
+              if (kAtomic) {
+                atomicAdd(plane_sums + point.corners.key[k] * s.channels + j,
+                          (point.attn * point.corners.weight[k]) * g[j]);
+              }
+            }
+            by_weight = fmaf(point.corners.weight[k], dot, by_weight);
+            by_dx = fmaf(point.corners.d_dx[k], dot, by_dx);
+            by_dy = fmaf(point.corners.d_dy[k], dot, by_dy);
+          }
+          for (int offset = groups / 2; offset > 0; offset /= 2) {
+            by_weight += __shfl_xor_sync(row_lanes, by_weight, offset);
+            by_dx += __shfl_xor_sync(row_lanes, by_dx, offset);
+            by_dy += __shfl_xor_sync(row_lanes, by_dy, offset);
+          }
+        }
+        if (group == 0) StorePointGradients<Storage>(p, r, index, point, by_weight, by_dx, by_dy);
       }
     }
   }
+}
+
+// Whether GroupRowGradKernel takes the backward: value in groups, and a row's groups within one warp.
+bool GroupRowGradTakes(const BackwardParams& p) {
+  return ValueInGroups(p.in.value, p.shape.channels) && p.shape.channels > 0 &&
+         32 % (p.shape.channels / kGroupChannels) == 0;
 }
 
 // One chunk of the deterministic gradValue (see the NOTE): its planes [plane_begin, plane_begin + planes), queries
@@ -576,11 +676,21 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
       if (zeroed != cudaSuccess) return cuda::LaunchStatus(kBackwardName, "zeroing the gradValue sums");
     }
     if (rows > 0) {
-      const unsigned int blocks = cuda::GridBlocks(rows, kRowsPerBlock);
-      if (deterministic) {
-        RowGradKernel<Storage, false><<<blocks, kThreads, 0, stream>>>(p, rows, sums);
+      if (GroupRowGradTakes(p)) {
+        const int64_t items = rows * (s.channels / kGroupChannels);
+        const unsigned int blocks = cuda::GridBlocks(items, kThreads);
+        if (deterministic) {
+          GroupRowGradKernel<Storage, false><<<blocks, kThreads, 0, stream>>>(p, items, sums);
+        } else {
+          GroupRowGradKernel<Storage, true><<<blocks, kThreads, 0, stream>>>(p, items, sums);
+        }
       } else {
-        RowGradKernel<Storage, true><<<blocks, kThreads, 0, stream>>>(p, rows, sums);
+        const unsigned int blocks = cuda::GridBlocks(rows, kRowsPerBlock);
+        if (deterministic) {
+          RowGradKernel<Storage, false><<<blocks, kThreads, 0, stream>>>(p, rows, sums);
+        } else {
+          RowGradKernel<Storage, true><<<blocks, kThreads, 0, stream>>>(p, rows, sums);
+        }
       }
       if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "the rows' gradients")) return status;
       if (deterministic && s.channels > 0) {
@@ -636,7 +746,7 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
     p.in.value.data = copied;
     p.in.value.offset -= copy.lowest;
   }
-  const bool by_groups = GroupForwardTakes(p);
+  const bool by_groups = ValueInGroups(p.in.value, p.shape.channels);
   return cuda::DispatchFloating</*kWithDouble=*/false>(kForwardName, p.in.value.dtype, [&](auto storage) {
     using Storage = decltype(storage);
     if (by_groups) {
