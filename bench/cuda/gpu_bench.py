@@ -315,13 +315,17 @@ def msda_gathered_bytes(value, shapes, loc):
     return corners * c * size
 
 
-def bench_msda(acl, dtype, queries, quick, local=False):
+def bench_msda(acl, dtype, queries, quick, local=False, misaligned=False):
+    """misaligned: value starts one element into its buffer, so its rows are not 16-byte aligned and the CUDA
+    kernels take their channel-at-a-time versions: the same run times both (no PyTorch peer)."""
     shapes = [(50, 75), (25, 38)] if quick else [(100, 150), (50, 75), (25, 38), (13, 19)]
     bs, nh, c, np_ = (2, 8, 32, 4) if quick else (4, 8, 32, 4)
     nk = sum(h * w for h, w in shapes)
     nq = nk if queries is None else queries
     nl = len(shapes)
     value = torch.randn(bs, nk, nh, c, dtype=dtype, device=DEVICE)
+    if misaligned:
+        value = torch.empty(value.numel() + 1, dtype=dtype, device=DEVICE)[1:].view(value.shape).copy_(value)
     spatial = torch.tensor(shapes, dtype=torch.int64, device=DEVICE)
     starts = torch.tensor([0] + [h * w for h, w in shapes][:-1], dtype=torch.int64, device=DEVICE).cumsum(0)
     if local:
@@ -346,9 +350,11 @@ def bench_msda(acl, dtype, queries, quick, local=False):
     def peer_backward():
         torch.autograd.grad(peer_out, (v_r, l_r, a_r), gout, retain_graph=True)
 
-    return [("forward", forward, nbytes(value, loc, attn, out), lambda: msda_composite(value, shapes, loc, attn),
-             0, msda_gathered_bytes(value, shapes, loc)),
-            ("backward", backward, nbytes(value, loc, attn, gout, gvalue, gloc, gattn), peer_backward, 0),
+    peer_forward = None if misaligned else (lambda: msda_composite(value, shapes, loc, attn))
+    return [("forward", forward, nbytes(value, loc, attn, out), peer_forward, 0,
+             msda_gathered_bytes(value, shapes, loc)),
+            ("backward", backward, nbytes(value, loc, attn, gout, gvalue, gloc, gattn),
+             None if misaligned else peer_backward, 0),
             ("backward-atomic", atomic, nbytes(value, loc, attn, gout, gvalue, gloc, gattn), None, 0)], (
         gvalue, gloc, gattn)
 
@@ -505,6 +511,9 @@ def main():
     # query's pixel, which is what its kernels see in training.
     suites.append(("MSDA encoder, DETR-like locations, float32",
                    lambda: bench_msda(acl, torch.float32, None, args.quick, local=True)))
+    # The same encoder with value one element off 16-byte alignment: the channel-at-a-time kernels, for comparison.
+    suites.append(("MSDA encoder, value misaligned, float32",
+                   lambda: bench_msda(acl, torch.float32, None, args.quick, misaligned=True)))
     for dtype in (torch.float16, torch.bfloat16):
         suites.append((f"NsaCompress {str(dtype)[6:]}", lambda d=dtype: bench_nsa(acl, d, args.quick)))
     # Compute-bound, seconds a call at full size: bfloat16 only (the goal's dtype).

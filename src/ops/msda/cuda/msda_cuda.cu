@@ -31,7 +31,9 @@
 // entry (key = plane in chunk * nk + value key, or a sentinel past them when invalid; id = its position in the
 // chunk, rows (plane, query) then point then corner; weight = attn * corner weight), CUB's stable radix sort orders
 // the entries by key (ids ascending within a key), a binary search finds each key's segment, and one thread per
-// (key, channel) adds its segment's weight * gradOutput in that order to the fp32 gradValue sums. Chunks run one
+// (key, 8 channels) adds its segment's weight * gradOutput in that order to the fp32 gradValue sums (an entry's id,
+// weight and gradOutput row found once for the 8 channels, not once per channel: until 2026-12-06 a thread took
+// one channel, with the same sums in the same order). Chunks run one
 // after the other on the stream, so each sum's order is fixed by the shape: bit-identical on every run. At the end
 // the sums are rounded into gradValue through its strides. The atomic implementation (only with
 // ACL_OPT_DETERMINISTIC off) adds attn * weight * gradOutput into the same sums with atomicAdd in the row kernel.
@@ -514,49 +516,90 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// sums[b, h, key, c] += the key's segment's weight * gradOutput(b, q, h, c), in sorted order: one thread per
-// (plane in chunk, key, channel), channel fastest.
+// sums[b, h, key, c] += the key's segment's weight * gradOutput(b, q, h, c), in sorted order: one thread per (plane in
+// chunk, key, group of 8 channels), group fastest (the last group partial when c is not a multiple of 8). An entry's
+// id, weight and gradOutput row are found once for the group's channels, four entries' loads in flight together, and
+// the row's 8 channels read as one 16-byte piece (two for FLOAT) when gradOutput allows (grad_in_groups).
 template <class Storage>
 __global__ void __launch_bounds__(kThreads)
     GatherKernel(const BackwardParams p, Chunk chunk, const uint32_t* sorted_ids, const float* weights,
-                 const int32_t* starts, float* sums) {
+                 const int32_t* starts, bool grad_in_groups, float* sums) {
   const MsdaShape& s = p.shape;
-  const int64_t row_entries = s.levels * s.points * 4;
-  const int64_t count = chunk.planes * s.keys * s.channels;
+  const int64_t groups = (s.channels + kGroupChannels - 1) / kGroupChannels;
+  // Entry ids are below 2^23 (a chunk's entries), so their row and query come from 32-bit divisions.
+  const uint32_t row_entries = static_cast<uint32_t>(s.levels * s.points * 4);
+  const uint32_t chunk_queries = static_cast<uint32_t>(chunk.queries);
+  const int64_t count = chunk.planes * s.keys * groups;
+  const Storage* grad_output = static_cast<const Storage*>(p.grad_output.desc.data);
   for (int64_t index = cuda::GridStart(); index < count; index += cuda::GridStride()) {
-    const int64_t c = index % s.channels;
-    const int64_t chunk_key = index / s.channels;  // plane in chunk * nk + key
+    const int64_t group = index % groups;
+    const int64_t chunk_key = index / groups;  // plane in chunk * nk + key
     const int64_t begin = starts[chunk_key];
     const int64_t end = starts[chunk_key + 1];
     if (begin == end) continue;
     const int64_t plane = chunk.plane_begin + chunk_key / s.keys;
     const int64_t b = plane / s.heads;
     const int64_t h = plane % s.heads;
-    // The segment's terms in order, four at a time so that their loads are in flight together.
-    auto term = [&](int64_t e, float* weight, float* grad) {
-      const int64_t q = chunk.query_begin + (e / row_entries) % chunk.queries;
+    const int64_t first_channel = group * kGroupChannels;
+    // Term `at` of the segment: its weight and its gradOutput row's 8 channels.
+    auto term = [&](int64_t at, float* weight, float grad[kGroupChannels]) {
+      const uint32_t e = sorted_ids[at];
       *weight = weights[e];
-      *grad = cuda::Load<Storage>(p.grad_output.desc, HeadRowElement(p.grad_output, b, q, h, c));
+      const int64_t q = chunk.query_begin + (e / row_entries) % chunk_queries;
+      const int64_t row = HeadRowElement(p.grad_output, b, q, h, first_channel);
+      if (grad_in_groups) {
+        LoadGroup(grad_output + row, grad);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kGroupChannels; ++j) {
+          grad[j] = first_channel + j < s.channels
+                        ? cuda::Load<Storage>(p.grad_output.desc, row + j * p.grad_output.channel_stride)
+                        : 0.0f;
+        }
+      }
     };
-    float sum = 0.0f;
+    float sum[kGroupChannels] = {};
     int64_t at = begin;
-    for (; at + 4 <= end; at += 4) {
-      int64_t e[4];
-      float weight[4], grad[4];
+    constexpr int kTerms = 4;
+    for (; at + kTerms <= end; at += kTerms) {  // four terms' loads in flight together, added in order
+      float weight[kTerms];
+      float grad[kTerms][kGroupChannels];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) e[u] = sorted_ids[at + u];
+      for (int u = 0; u < kTerms; ++u) term(at + u, &weight[u], grad[u]);
 #pragma unroll
-      for (int u = 0; u < 4; ++u) term(e[u], &weight[u], &grad[u]);
+      for (int u = 0; u < kTerms; ++u) {
 #pragma unroll
-      for (int u = 0; u < 4; ++u) sum = fmaf(weight[u], grad[u], sum);
+        for (int j = 0; j < kGroupChannels; ++j) sum[j] = fmaf(weight[u], grad[u][j], sum[j]);
+      }
     }
     for (; at < end; ++at) {
-      float weight, grad;
-      term(sorted_ids[at], &weight, &grad);
-      sum = fmaf(weight, grad, sum);
+      float weight;
+      float grad[kGroupChannels];
+      term(at, &weight, grad);
+#pragma unroll
+      for (int j = 0; j < kGroupChannels; ++j) sum[j] = fmaf(weight, grad[j], sum[j]);
     }
-    sums[(plane * s.keys + chunk_key % s.keys) * s.channels + c] += sum;
+    float* out = sums + (plane * s.keys + chunk_key % s.keys) * s.channels + first_channel;
+#pragma unroll
+    for (int j = 0; j < kGroupChannels; ++j) {
+      if (first_channel + j < s.channels) out[j] += sum[j];
+    }
   }
+}
+
+// Whether gradOutput's rows come in aligned 8-channel pieces (as ValueInGroups for value): unit channel stride, and
+// every (batch, query, head) row start a multiple of 8 elements from a 16-byte aligned pointer.
+bool GradOutputInGroups(const BackwardParams& p) {
+  const HeadRows& rows = p.grad_output;
+  const MsdaShape& s = p.shape;
+  if (s.channels % kGroupChannels != 0 || rows.channel_stride != 1) return false;
+  if (reinterpret_cast<uintptr_t>(rows.desc.data) % 16 != 0 || rows.desc.offset % kGroupChannels != 0) return false;
+  const int64_t dims[3] = {s.batch, s.queries, s.heads};
+  const int64_t strides[3] = {rows.batch_stride, rows.query_stride, rows.head_stride};
+  for (int d = 0; d < 3; ++d) {
+    if (dims[d] > 1 && strides[d] % kGroupChannels != 0) return false;
+  }
+  return true;
 }
 
 // gradValue(b, key, h, c) = sums[b, h, key, c], rounded once.
@@ -626,6 +669,7 @@ aclnnStatus DeterministicGradValue(const BackwardParams& p, const CudaWorkspaceP
   const MsdaShape& s = p.shape;
   void* workspace = context.workspace;
   const cuda::SortScratch scratch = cuda::SortScratchInWorkspace(context, plan.sort_scratch);
+  const bool grad_in_groups = GradOutputInGroups(p);
   float* weights = cuda::WorkspaceArray<float>(workspace, plan.weights);
   int32_t* starts = cuda::WorkspaceArray<int32_t>(workspace, plan.segment_starts);
   const int64_t planes = s.batch * s.heads;
@@ -653,8 +697,9 @@ aclnnStatus DeterministicGradValue(const BackwardParams& p, const CudaWorkspaceP
       }
       cuda::SegmentStartsKernel<<<cuda::GridBlocks(key_count + 1, kThreads), kThreads, 0, stream>>>(
           sort_keys.Current(), entries, key_count, starts);
-      GatherKernel<Storage><<<cuda::GridBlocks(key_count * s.channels, kThreads), kThreads, 0, stream>>>(
-          p, chunk, sort_ids.Current(), weights, starts, sums);
+      const int64_t items = key_count * ((s.channels + kGroupChannels - 1) / kGroupChannels);
+      GatherKernel<Storage><<<cuda::GridBlocks(items, kThreads), kThreads, 0, stream>>>(
+          p, chunk, sort_ids.Current(), weights, starts, grad_in_groups, sums);
       if (aclnnStatus status = cuda::LaunchStatus(kBackwardName, "gathering gradValue")) return status;
     }
   }
