@@ -247,9 +247,13 @@ def cuda_block(cuda_json, cuda_md):
             rows.append([r.get("suite", "?"), "-", "failed: %s" % r["error"], "", "", "", ""])
             continue
         copy = r.get("copy_fraction")
+        limit = "%.0f%%" % (100.0 * copy) if copy is not None else "-"
+        if r.get("matmul_fraction") is not None:  # compute-bound: against the dense bfloat16 matmul of the run
+            limit = "%.0f%% of matmul" % (100.0 * r["matmul_fraction"])
+        if r.get("l2_fraction") is not None:  # a gather the L2 serves: also against the run's L2 read rate
+            limit += "; gather %.0f%% of L2" % (100.0 * r["l2_fraction"])
         rows.append([r.get("suite", "?"), r.get("direction", "?"), "%.3f" % r["ms"],
-                     "%.3f" % r["kernel_ms"] if r.get("kernel_ms") else "-",
-                     "%.0f%%" % (100.0 * copy) if copy is not None else "-",
+                     "%.3f" % r["kernel_ms"] if r.get("kernel_ms") else "-", limit,
                      "%.3f" % r["peer_ms"] if r.get("peer_ms") else "-",
                      "%.2fx" % r["speedup"] if r.get("speedup") else "-"])
     header = ["operator and dtype", "direction", "call (ms)", "kernels (ms)", "% of copy", "PyTorch (ms)",
