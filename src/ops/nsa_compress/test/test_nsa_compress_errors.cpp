@@ -14,8 +14,9 @@
 #include "aclnnop/aclnn_nsa_compress.h"
 #include "aclnnop/aclnn_nsa_compress_grad.h"
 #include "nsa_compress/test/nsa_compress_calls.h"
-#include "op_test_util.h"
 #include "nsa_compress/test/nsa_compress_reference.h"
+#include "op_test_util.h"
+#include "phase1_checks.h"
 
 namespace {
 
@@ -62,13 +63,13 @@ struct Args {
 
 enum class Op { kForward, kBackward };
 
-const char* OpName(Op op) { return op == Op::kForward ? kForwardName : kGradName; }
+const char* OpNameOf(Op op) { return op == Op::kForward ? kForwardName : kGradName; }
 
 std::string OpTestName(const testing::TestParamInfo<Op>& param_info) {
   return param_info.param == Op::kForward ? "Forward" : "Backward";
 }
 
-aclnnStatus Call(Op op, const Args& a) {
+aclnnStatus CallOp(Op op, const Args& a) {
   if (op == Op::kForward) {
     return opcall::GetWorkspaceSize(opcall::NsaCompress{a.input, a.weight, a.act_seq_len, a.layout, a.block_size,
                                                         a.stride, a.seq_len_type, a.output},
@@ -95,13 +96,14 @@ struct Operands {
         act_seq_len(d.act_seq_len) {}
 };
 
-class NsaCompressValidationBase {
+// The checks for one operator, Which(); a rejected call leaves the fixture's three outputs untouched.
+class NsaCompressValidationBase : protected optest::PhaseOneChecks<Args> {
  protected:
   Dims dims_;
   Operands ops_{dims_};
   char layout_[4] = "TND";
-  uint64_t workspace_size_ = 12345;
-  aclOpExecutor* executor_ = nullptr;
+
+  virtual Op Which() const = 0;
 
   Args ArgsOf(const Operands& o, const Dims& d) {
     return {o.output_grad.get(),
@@ -118,36 +120,18 @@ class NsaCompressValidationBase {
             &workspace_size_,
             &executor_};
   }
-  Args Valid() { return ArgsOf(ops_, dims_); }
-
-  // Expects success and releases the executor.
-  void ExpectAccepted(Op op, const Args& a) {
-    executor_ = nullptr;
-    ASSERT_EQ(Call(op, a), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-    ASSERT_NE(executor_, nullptr);
-    EXPECT_EQ(aclDestroyAclOpExecutor(executor_), ACLNN_SUCCESS);
-    executor_ = nullptr;
-  }
-
-  // Expects the status and a message "<function>: ..." containing every fragment; the fixture's outputs untouched
-  // and no executor handed out.
-  void ExpectRejected(Op op, const Args& a, aclnnStatus status, const std::vector<std::string>& fragments) {
-    executor_ = nullptr;
-    EXPECT_EQ(Call(op, a), status);
-    optest::ExpectErrorMessage(OpName(op), fragments);
-    optest::ExpectOutputsUntouched({&ops_.output, &ops_.input_grad, &ops_.weight_grad});
-    EXPECT_EQ(executor_, nullptr);
-  }
+  Args Valid() override { return ArgsOf(ops_, dims_); }
+  aclnnStatus Call(const Args& a) override { return CallOp(Which(), a); }
+  std::string OpName() const override { return OpNameOf(Which()); }
+  std::vector<const DeviceTensor*> Outputs() override { return {&ops_.output, &ops_.input_grad, &ops_.weight_grad}; }
 };
 
 // ------------------------------------------------------------------------------------------------------------
 // Rules on what both operators take.
 
-class NsaCompressValidation : public NsaCompressValidationBase, public testing::TestWithParam<Op> {
+class NsaCompressValidation : public testing::TestWithParam<Op>, protected NsaCompressValidationBase {
  protected:
-  void ExpectRejected(const Args& a, aclnnStatus status, const std::vector<std::string>& fragments) {
-    NsaCompressValidationBase::ExpectRejected(GetParam(), a, status, fragments);
-  }
+  Op Which() const override { return GetParam(); }
 };
 
 // Both dtypes, layout "TND" and null, actSeqLen with and without a leading 0, the four (blockSize, stride) pairs, and
@@ -173,9 +157,9 @@ TEST_P(NsaCompressValidation, ValidCallsSucceed) {
                    std::to_string(d.tokens));
       const Operands o(d, dtype);
       Args a = ArgsOf(o, d);
-      ExpectAccepted(GetParam(), a);
+      ExpectAccepted(a);
       a.layout = nullptr;
-      ExpectAccepted(GetParam(), a);
+      ExpectAccepted(a);
     }
   }
 }
@@ -250,10 +234,10 @@ TEST_P(NsaCompressValidation, BlockSizeAgainstStride) {
   const Operands o(equal);
   const Args a = ArgsOf(o, equal);
   if (GetParam() == Op::kForward) {
-    ExpectAccepted(Op::kForward, a);
+    ExpectAccepted(a);
   } else {
-    EXPECT_EQ(Call(Op::kBackward, a), ACLNN_ERR_PARAM_INVALID);
-    optest::ExpectErrorMessage(kGradName, {"compressBlockSize must be greater than compressStride", "32 and 32"});
+    ExpectRejected(a, ACLNN_ERR_PARAM_INVALID, {"compressBlockSize must be greater than compressStride", "32 and 32"});
+    optest::ExpectOutputsUntouched({&o.output, &o.input_grad, &o.weight_grad});
   }
 }
 
@@ -322,7 +306,7 @@ TEST_P(NsaCompressValidation, PlainFormatsAccepted) {
   Args a = ArgsOf(o, dims_);
   a.input = input.get();
   a.weight = weight.get();
-  ExpectAccepted(GetParam(), a);
+  ExpectAccepted(a);
 }
 
 // Phase 1 reads no tensor data: every tensor's data pointer leads to unmapped memory, and the call still succeeds
@@ -343,7 +327,7 @@ TEST_P(NsaCompressValidation, Phase1ReadsNoTensorData) {
   a.output = output.get();
   a.input_grad = input_grad.get();
   a.weight_grad = weight_grad.get();
-  ExpectAccepted(GetParam(), a);
+  ExpectAccepted(a);
 }
 
 INSTANTIATE_TEST_SUITE_P(NsaCompress, NsaCompressValidation, testing::Values(Op::kForward, Op::kBackward), OpTestName);
@@ -447,8 +431,9 @@ std::string SlotCaseName(const testing::TestParamInfo<SlotCase>& param_info) {
   return std::string(param_info.param.op == Op::kForward ? "Forward_" : "Backward_") + SlotName(param_info.param.slot);
 }
 
-class NsaCompressTensorValidation : public NsaCompressValidationBase, public testing::TestWithParam<SlotCase> {
+class NsaCompressTensorValidation : public testing::TestWithParam<SlotCase>, protected NsaCompressValidationBase {
  protected:
+  Op Which() const override { return GetParam().op; }
   Slot slot() const { return GetParam().slot; }
   const char* name() const { return SlotName(GetParam().slot); }
 
@@ -459,7 +444,7 @@ class NsaCompressTensorValidation : public NsaCompressValidationBase, public tes
   }
 
   void ExpectRejectedWith(aclTensor* t, aclnnStatus status, const std::vector<std::string>& fragments) {
-    ExpectRejected(GetParam().op, WithTensor(Valid(), slot(), t), status, fragments);
+    ExpectRejected(WithTensor(Valid(), slot(), t), status, fragments);
   }
   // The same with a Replacement, which must stay untouched too when it is an output.
   void ExpectRejectedWith(const DeviceTensor& t, const std::vector<std::string>& fragments) {

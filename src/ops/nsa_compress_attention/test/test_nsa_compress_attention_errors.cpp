@@ -13,6 +13,7 @@
 
 #include "aclnnop/aclnn_nsa_compress_attention.h"
 #include "op_test_util.h"
+#include "phase1_checks.h"
 
 namespace {
 
@@ -30,7 +31,7 @@ DeviceTensor Input(std::vector<int64_t> shape, aclDataType dtype) {
 
 // One valid call: two sequences of 12 and 8 query tokens and 9 and 8 compressed keys; N1 4, N2 2, D 64 / 32, l 32,
 // d 16, l' 64 (r = 4: 3 and 2 select blocks), 2 blocks selected, both masks.
-struct Valid {
+struct Operands {
   DeviceTensor query = Input({20, 4, 64}, ACL_FLOAT16);
   DeviceTensor key = Input({17, 2, 64}, ACL_FLOAT16);
   DeviceTensor value = Input({17, 2, 32}, ACL_FLOAT16);
@@ -49,10 +50,10 @@ struct Valid {
 struct Args {
   const aclTensor *query, *key, *value, *atten_mask, *topk_mask;
   const aclIntArray *q_ends, *cmp_ends, *sel_ends;
-  double scale = 0.125;
-  int64_t head_num = 4;
+  double scale;
+  int64_t head_num;
   char* layout;
-  int64_t sparse_mode = 1, compress_block = 32, compress_stride = 16, select_block = 64, select_count = 2;
+  int64_t sparse_mode, compress_block, compress_stride, select_block, select_count;
   const aclTensor *max, *sum, *out, *topk;
   uint64_t* workspace_size;
   aclOpExecutor** executor;
@@ -192,47 +193,58 @@ std::vector<Row> Rows() {
   };
 }
 
-class NsaCompressAttentionErrors : public testing::TestWithParam<Row> {};
+class NsaCompressAttentionErrors : public testing::TestWithParam<Row>, protected optest::PhaseOneChecks<Args> {
+ protected:
+  Operands ops_;
 
-TEST_P(NsaCompressAttentionErrors, RejectedWithItsCodeAndMessage) {
-  const Row& row = GetParam();
-  Valid valid;
-  Extra extra;
-  g_extra = &extra;
-  uint64_t workspace_size = 7;
-  aclOpExecutor* executor = nullptr;
-  Args a;
-  a.query = valid.query.get();
-  a.key = valid.key.get();
-  a.value = valid.value.get();
-  a.atten_mask = valid.atten_mask.get();
-  a.topk_mask = valid.topk_mask.get();
-  a.q_ends = valid.q_ends.get();
-  a.cmp_ends = valid.cmp_ends.get();
-  a.sel_ends = valid.sel_ends.get();
-  a.layout = g_tnd;
-  a.max = valid.max.get();
-  a.sum = valid.sum.get();
-  a.out = valid.out.get();
-  a.topk = valid.topk.get();
-  a.workspace_size = &workspace_size;
-  a.executor = &executor;
-  auto call = [&] {
+  Args Valid() override {
+    return {ops_.query.get(),
+            ops_.key.get(),
+            ops_.value.get(),
+            ops_.atten_mask.get(),
+            ops_.topk_mask.get(),
+            ops_.q_ends.get(),
+            ops_.cmp_ends.get(),
+            ops_.sel_ends.get(),
+            0.125,  // scale
+            4,      // headNum
+            g_tnd,
+            1,   // sparseMode
+            32,  // compressBlockSize
+            16,  // compressStride
+            64,  // selectBlockSize
+            2,   // selectBlockCount
+            ops_.max.get(),
+            ops_.sum.get(),
+            ops_.out.get(),
+            ops_.topk.get(),
+            &workspace_size_,
+            &executor_};
+  }
+  aclnnStatus Call(const Args& a) override {
     return aclnnNsaCompressAttentionGetWorkspaceSize(
         a.query, a.key, a.value, a.atten_mask, a.topk_mask, a.q_ends, a.cmp_ends, a.sel_ends, a.scale, a.head_num,
         a.layout, a.sparse_mode, a.compress_block, a.compress_stride, a.select_block, a.select_count, a.max, a.sum,
         a.out, a.topk, a.workspace_size, a.executor);
-  };
+  }
+  std::string OpName() const override { return kName; }
+  std::vector<const DeviceTensor*> Outputs() override { return {&ops_.max, &ops_.sum, &ops_.out}; }
+  // topkIndicesOut (INT32, pre-filled with the guard pattern): guards intact and every element still -1.
+  void ExpectNothingElseWritten() override {
+    EXPECT_EQ(ops_.topk.CheckGuards(), "");
+    for (double v : ops_.topk.Read()) ASSERT_EQ(v, -1.0) << "a rejected call wrote topkIndicesOut";
+  }
+};
+
+TEST_P(NsaCompressAttentionErrors, RejectedWithItsCodeAndMessage) {
+  const Row& row = GetParam();
+  Extra extra;
+  g_extra = &extra;
   // The valid call is accepted (and its executor released), so the row's change is what is rejected.
-  ASSERT_EQ(call(), ACLNN_SUCCESS) << optest::RecentErrorMessage();
-  ASSERT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_SUCCESS);
-  executor = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ExpectAccepted(Valid()));
+  Args a = Valid();
   row.change(a);
-  EXPECT_EQ(call(), row.status);
-  optest::ExpectErrorMessage(kName, row.fragments);
-  EXPECT_EQ(executor, nullptr);
-  optest::ExpectOutputsUntouched({&valid.max, &valid.sum, &valid.out});
-  EXPECT_EQ(valid.topk.CheckGuards(), "");
+  ExpectRejected(a, row.status, row.fragments);
   g_extra = nullptr;
 }
 
