@@ -10,7 +10,8 @@
 #   sanitizers  compute-sanitizer memcheck of the CUDA device tests and of the conformance table, racecheck of it;
 #               memcheck and racecheck of the softmax and NSA (NsaCompress, NsaSelectedAttention,
 #               NsaCompressAttention) operator tests whose kernels use shared-memory stages or warp shuffles; memcheck
-#               of the grid sampler tests of its tiled and inputGrad kernels
+#               of the grid sampler tests of its tiled and inputGrad kernels, and of MSDA's layout, aliasing and
+#               forward-bits tests (its 8-channel kernels against the channel-at-a-time ones)
 #   python      the Python package's tests (tests/python) on that machine's PyTorch, CUDA tensors included
 #   profile     Nsight Compute (ncu, where it can read the counters) on the benchmark's calls of the operators that
 #               miss issue 14's targets (PACL_PROFILE_SUITES, a regex of gpu_bench.py suite names; default NSA
