@@ -144,6 +144,13 @@ template <class T>
 aclnnStatus CopyToDevice(const char* op_name, const char* what, const T* host, size_t count, T* device,
                          cudaStream_t stream);
 
+// The calling thread's current CUDA (driver) context, nullptr when it has none, for a phase-1 query that must run on
+// another device: putting the thread back with cudaSetDevice would create the primary context of the device it
+// restores, so a thread that had none (its current device reads as 0 then) would gain one on GPU 0, as every process
+// of a one-GPU-each job would. SaveCurrentContext is false when the driver's functions cannot be found.
+bool SaveCurrentContext(void** context);
+void RestoreCurrentContext(void* context);
+
 // Makes the call's GPU current on the calling thread (the stream's worker). ACLNN_SUCCESS, or 361001 with CUDA's
 // error in the message "<op_name>: cudaSetDevice(<id>): <name>: <text>".
 aclnnStatus Activate(const char* op_name, const KernelContext& context);

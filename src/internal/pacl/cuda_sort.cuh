@@ -24,13 +24,16 @@ inline int SortEndBit(uint64_t max_key) {
 
 // Phase 1: the bytes of scratch CUB's radix sort needs to sort up to `count` (Key, Id) pairs whose keys are at most
 // max_key on the device phase 1 binds to (a host-side query of its architecture: nothing is allocated or enqueued;
-// the calling thread's current CUDA device is put back). The plan reserves them as its last workspace array. At
-// least 1; 0 when the query failed, which the sort in phase 2 then reports.
+// when the calling thread's current device is another, its own context, or none, is put back exactly). The plan
+// reserves them as its last workspace array. At least 1; 0 when the query failed, which the sort in phase 2 then
+// reports.
 template <class Key, class Id>
 uint64_t SortScratchBytes(int64_t count, uint64_t max_key) {
   const int device = static_cast<int>(CurrentBindingTarget().device.id);
   int previous = device;
-  if (cudaGetDevice(&previous) != cudaSuccess || (previous != device && cudaSetDevice(device) != cudaSuccess)) {
+  void* saved_context = nullptr;
+  if (cudaGetDevice(&previous) != cudaSuccess ||
+      (previous != device && (!SaveCurrentContext(&saved_context) || cudaSetDevice(device) != cudaSuccess))) {
     cudaGetLastError();
     return 0;
   }
@@ -38,7 +41,7 @@ uint64_t SortScratchBytes(int64_t count, uint64_t max_key) {
   cub::DoubleBuffer<Key> keys;  // empty buffers: a size query reads no data
   cub::DoubleBuffer<Id> ids;
   const cudaError_t error = cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, ids, count, 0, SortEndBit(max_key));
-  if (previous != device) cudaSetDevice(previous);
+  if (previous != device) RestoreCurrentContext(saved_context);
   if (error != cudaSuccess) {
     cudaGetLastError();
     return 0;

@@ -18,7 +18,8 @@
 // each thread computing its own points' corners (no shuffles; 4 points' locations loaded together, then each point's
 // 4 corner pieces), the same terms in the same order: the same bits. A level whose keys all lie in value (checked
 // once per block, LevelFitsKeys) takes its corners' keys without the exact 64-bit check. An output that may share
-// value's memory gets value copied into the workspace first (threads read value while others write outputs).
+// value's memory (the forward's output; the backward's gradLocation or gradAttnWeight: gradValue is written after
+// the last read) gets value copied into the workspace first (threads read value while others write outputs).
 // Backward, per row: each lane sums over its channels, per point, gradOutput * (the corners' values combined with
 // their weights / x derivatives / y derivatives); a warp butterfly adds the lanes' sums (the same bits in every
 // lane, pacl/cuda_kernels.cuh); gradAttnWeight = the first, gradLocation = attn * W * the second, attn * H * the
@@ -41,9 +42,10 @@
 // ids and a weight each, chunk_entries <= 2^22 + one row) and segment starts, then CUB's scratch for the
 // largest chunk's sort, whose size phase 1 asks CUB for (it depends on the GPU): nothing is allocated in phase 2.
 #include <cstdint>
+#include <initializer_list>
 
-#include "msda/msda_corners.h"
 #include "msda/cuda/msda_cuda.h"
+#include "msda/msda_corners.h"
 #include "msda/msda_params.h"
 #include "pacl/cuda_kernels.cuh"
 #include "pacl/cuda_sort.cuh"
@@ -462,11 +464,13 @@ __global__ void __launch_bounds__(kThreads) GroupRowGradKernel(const BackwardPar
             by_dx = fmaf(point.corners.d_dx[k], dot, by_dx);
             by_dy = fmaf(point.corners.d_dy[k], dot, by_dy);
           }
-          for (int offset = groups / 2; offset > 0; offset /= 2) {
-            by_weight += __shfl_xor_sync(row_lanes, by_weight, offset);
-            by_dx += __shfl_xor_sync(row_lanes, by_dx, offset);
-            by_dy += __shfl_xor_sync(row_lanes, by_dy, offset);
-          }
+        }
+        // Outside the branch: every lane of the row shuffles even if their loads of the point disagreed (an output
+        // written over location by another row while this one loads it), so the shuffle never waits on a lane.
+        for (int offset = groups / 2; offset > 0; offset /= 2) {
+          by_weight += __shfl_xor_sync(row_lanes, by_weight, offset);
+          by_dx += __shfl_xor_sync(row_lanes, by_dx, offset);
+          by_dy += __shfl_xor_sync(row_lanes, by_dy, offset);
         }
         if (group == 0) StorePointGradients<Storage>(p, r, index, point, by_weight, by_dx, by_dy);
       }
@@ -620,11 +624,49 @@ __global__ void __launch_bounds__(kThreads) StoreGradValueKernel(const BackwardP
 
 int64_t SumsCount(const MsdaShape& s) { return s.batch * s.heads * s.keys * s.channels; }
 
+// A copy of value's elements (lowest to highest) as the workspace's first array, for when an output may share value's
+// memory: the kernels read value while other threads already write outputs. bytes 0: no copy.
+struct ValueCopy {
+  int64_t lowest = 0;  // value's lowest element, copied to the workspace start
+  uint64_t bytes = 0;
+};
+ValueCopy ValueCopyFor(const TensorDesc& value, std::initializer_list<const TensorDesc*> outputs) {
+  ValueCopy copy;
+  bool shared = false;
+  for (const TensorDesc* output : outputs) shared = shared || value.MayShareMemoryWith(*output);
+  int64_t highest = 0;
+  if (shared && value.ElementRange(&copy.lowest, &highest)) {
+    copy.bytes = static_cast<uint64_t>(highest - copy.lowest + 1) * value.ElementSize();
+  }
+  return copy;
+}
+// gradValue is not among the backward's: it is written after every read of value.
+ValueCopy ValueCopyFor(const ForwardParams& params) { return ValueCopyFor(params.in.value, {&params.output.desc}); }
+ValueCopy ValueCopyFor(const BackwardParams& params) {
+  return ValueCopyFor(params.in.value, {&params.grad_location, &params.grad_attn_weight});
+}
+
+// Phase 2: copies value to the workspace start (copy.bytes > 0) in stream order and points *value there.
+aclnnStatus CopyValueAway(const char* op_name, const ValueCopy& copy, const KernelContext& context, cudaStream_t stream,
+                          TensorDesc* value) {
+  if (copy.bytes == 0) return ACLNN_SUCCESS;
+  char* copied = cuda::WorkspaceArray<char>(context.workspace, 0);
+  if (cudaMemcpyAsync(copied, value->ElementAt(copy.lowest), copy.bytes, cudaMemcpyDeviceToDevice, stream) !=
+      cudaSuccess) {
+    return cuda::LaunchStatus(op_name, "copying value away from an output");
+  }
+  value->data = copied;
+  value->offset -= copy.lowest;
+  return ACLNN_SUCCESS;
+}
+
 // The workspace layouts (msda_cuda.h), from the parameters (and, in phase 1, CUB's scratch size on the device):
 // phase 1 sizes the workspace with them, phase 2 finds its arrays.
 CudaWorkspacePlan AtomicPlan(const BackwardParams& params) {
   CudaWorkspacePlan plan;
   WorkspaceLayout layout;
+  const ValueCopy copy = ValueCopyFor(params);
+  if (copy.bytes > 0) plan.value_copy = layout.Reserve(copy.bytes);
   plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(params.shape)), sizeof(float)));
   plan.bytes = layout.TotalBytes();
   return plan;
@@ -650,7 +692,15 @@ CudaWorkspacePlan DeterministicPlan(const BackwardParams& params, DeviceQuery qu
   plan.chunk_entries = plan.chunk_planes * plan.chunk_queries * row_entries;
   const uint64_t entries = static_cast<uint64_t>(plan.chunk_entries);
   WorkspaceLayout layout;
+  const ValueCopy copy = ValueCopyFor(params);
+  if (copy.bytes > 0) plan.value_copy = layout.Reserve(copy.bytes);
   plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(s)), sizeof(float)));
+  // No rows or no channels: the gather does not run (RunBackward), so its arrays are not needed.
+  if (s.queries == 0 || s.channels == 0 || entries == 0) {
+    plan.chunk_entries = 0;
+    plan.bytes = layout.TotalBytes();
+    return plan;
+  }
   plan.keys = layout.Reserve(2 * entries * sizeof(uint64_t));
   plan.entry_ids = layout.Reserve(2 * entries * sizeof(uint32_t));
   plan.weights = layout.Reserve(entries * sizeof(float));
@@ -706,14 +756,18 @@ aclnnStatus DeterministicGradValue(const BackwardParams& p, const CudaWorkspaceP
   return ACLNN_SUCCESS;
 }
 
-aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, bool deterministic) {
+aclnnStatus RunBackward(const BackwardParams& params, const KernelContext& context, bool deterministic) {
   if (aclnnStatus status = cuda::Activate(kBackwardName, context)) return status;
-  const MsdaShape& s = p.shape;
+  const MsdaShape& s = params.shape;
   const int64_t rows = s.batch * s.queries * s.heads;
   const cudaStream_t stream = cuda::StreamOf(context);
+  BackwardParams p = params;
+  if (aclnnStatus status = CopyValueAway(kBackwardName, ValueCopyFor(params), context, stream, &p.in.value)) {
+    return status;
+  }
   return cuda::DispatchFloating</*kWithDouble=*/false>(kBackwardName, p.in.value.dtype, [&](auto storage) {
     using Storage = decltype(storage);
-    const CudaWorkspacePlan plan = deterministic ? DeterministicPlan(p, DeviceQuery::kSkip) : AtomicPlan(p);
+    const CudaWorkspacePlan plan = deterministic ? DeterministicPlan(params, DeviceQuery::kSkip) : AtomicPlan(params);
     float* sums = cuda::WorkspaceArray<float>(context.workspace, plan.grad_value_sums);
     const int64_t sums_count = SumsCount(s);
     if (sums_count > 0) {
@@ -751,26 +805,11 @@ aclnnStatus RunBackward(const BackwardParams& p, const KernelContext& context, b
   });
 }
 
-// The forward's workspace: a copy of value's elements when the output may share value's memory (the kernels read
-// value while other threads already write outputs); nothing otherwise.
-struct ValueCopy {
-  int64_t lowest = 0;  // value's lowest element, copied to the workspace start
-  uint64_t bytes = 0;
-};
-ValueCopy ForwardValueCopy(const ForwardParams& params) {
-  ValueCopy copy;
-  int64_t highest = 0;
-  if (params.in.value.MayShareMemoryWith(params.output.desc) && params.in.value.ElementRange(&copy.lowest, &highest)) {
-    copy.bytes = static_cast<uint64_t>(highest - copy.lowest + 1) * params.in.value.ElementSize();
-  }
-  return copy;
-}
-
 }  // namespace
 
 uint64_t PlanForwardCuda(ForwardParams* params) {
   WorkspaceLayout layout;
-  const ValueCopy copy = ForwardValueCopy(*params);
+  const ValueCopy copy = ValueCopyFor(*params);
   if (copy.bytes > 0) layout.Reserve(copy.bytes);
   return layout.TotalBytes();
 }
@@ -781,15 +820,8 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
   if (rows == 0 || params.shape.channels == 0) return ACLNN_SUCCESS;
   const cudaStream_t stream = cuda::StreamOf(context);
   ForwardParams p = params;
-  const ValueCopy copy = ForwardValueCopy(params);
-  if (copy.bytes > 0) {
-    char* copied = cuda::WorkspaceArray<char>(context.workspace, 0);
-    if (cudaMemcpyAsync(copied, params.in.value.ElementAt(copy.lowest), copy.bytes, cudaMemcpyDeviceToDevice, stream) !=
-        cudaSuccess) {
-      return cuda::LaunchStatus(kForwardName, "copying value away from the output");
-    }
-    p.in.value.data = copied;
-    p.in.value.offset -= copy.lowest;
+  if (aclnnStatus status = CopyValueAway(kForwardName, ValueCopyFor(params), context, stream, &p.in.value)) {
+    return status;
   }
   const bool by_groups = ValueInGroups(p.in.value, p.shape.channels);
   return cuda::DispatchFloating</*kWithDouble=*/false>(kForwardName, p.in.value.dtype, [&](auto storage) {
