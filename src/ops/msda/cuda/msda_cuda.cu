@@ -33,9 +33,8 @@
 // chunk, rows (plane, query) then point then corner; weight = attn * corner weight), CUB's stable radix sort orders
 // the entries by key (ids ascending within a key), a binary search finds each key's segment, and one thread per
 // (key, 8 channels) adds its segment's weight * gradOutput in that order to the fp32 gradValue sums (an entry's id,
-// weight and gradOutput row found once for the 8 channels, not once per channel: until 2026-12-06 a thread took
-// one channel, with the same sums in the same order). Chunks run one
-// after the other on the stream, so each sum's order is fixed by the shape: bit-identical on every run. At the end
+// weight and gradOutput row found once for the 8 channels, not once per channel). Chunks run one after the other
+// on the stream, so each sum's order is fixed by the shape: bit-identical on every run. At the end
 // the sums are rounded into gradValue through its strides. The atomic implementation (only with
 // ACL_OPT_DETERMINISTIC off) adds attn * weight * gradOutput into the same sums with atomicAdd in the row kernel.
 // Workspace: the sums (bs * nh * nk * c fp32) and, deterministic, a chunk's entries (two 8-byte keys, two 4-byte
