@@ -289,16 +289,24 @@ __global__ void __launch_bounds__(kThreads) GroupForwardKernel(const ForwardPara
   }
 }
 
-// Whether the channel-group kernels may read value: channels a multiple of 8, unit channel stride, and every row
-// start (offset, and the batch, key and head strides of dims longer than 1) a multiple of 8 elements from a 16-byte
-// aligned pointer, so that each group is one aligned 16- or 32-byte piece.
-bool ValueInGroups(const TensorDesc& value, int64_t channels) {
-  if (channels % kGroupChannels != 0 || value.strides[3] != 1) return false;
-  if (reinterpret_cast<uintptr_t>(value.data) % 16 != 0 || value.offset % kGroupChannels != 0) return false;
+// Whether rows of `channels` elements (channel stride channel_stride) come in aligned 8-channel pieces: channels a
+// multiple of 8, unit channel stride, and every row start (the view's offset, and strides[d] wherever dims[d] > 1) a
+// multiple of 8 elements from a 16-byte aligned pointer, so that each group is one aligned 16- or 32-byte piece.
+bool RowsInGroups(const TensorDesc& desc, int64_t channels, int64_t channel_stride, const int64_t (&dims)[3],
+                  const int64_t (&strides)[3]) {
+  if (channels % kGroupChannels != 0 || channel_stride != 1) return false;
+  if (reinterpret_cast<uintptr_t>(desc.data) % 16 != 0 || desc.offset % kGroupChannels != 0) return false;
   for (int d = 0; d < 3; ++d) {
-    if (value.shape[d] > 1 && value.strides[d] % kGroupChannels != 0) return false;
+    if (dims[d] > 1 && strides[d] % kGroupChannels != 0) return false;
   }
   return true;
+}
+
+// Whether the channel-group kernels may read value (batch, key, head, channel): its rows in groups.
+bool ValueInGroups(const TensorDesc& value, int64_t channels) {
+  const int64_t dims[3] = {value.shape[0], value.shape[1], value.shape[2]};
+  const int64_t strides[3] = {value.strides[0], value.strides[1], value.strides[2]};
+  return RowsInGroups(value, channels, value.strides[3], dims, strides);
 }
 
 // gradAttnWeight and gradLocation of point `index` (level-major) of row r from its sums over the channels of
@@ -590,19 +598,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Whether gradOutput's rows come in aligned 8-channel pieces (as ValueInGroups for value): unit channel stride, and
-// every (batch, query, head) row start a multiple of 8 elements from a 16-byte aligned pointer.
+// Whether gradOutput's (batch, query, head) rows come in aligned 8-channel pieces.
 bool GradOutputInGroups(const BackwardParams& p) {
   const HeadRows& rows = p.grad_output;
   const MsdaShape& s = p.shape;
-  if (s.channels % kGroupChannels != 0 || rows.channel_stride != 1) return false;
-  if (reinterpret_cast<uintptr_t>(rows.desc.data) % 16 != 0 || rows.desc.offset % kGroupChannels != 0) return false;
-  const int64_t dims[3] = {s.batch, s.queries, s.heads};
-  const int64_t strides[3] = {rows.batch_stride, rows.query_stride, rows.head_stride};
-  for (int d = 0; d < 3; ++d) {
-    if (dims[d] > 1 && strides[d] % kGroupChannels != 0) return false;
-  }
-  return true;
+  return RowsInGroups(rows.desc, s.channels, rows.channel_stride, {s.batch, s.queries, s.heads},
+                      {rows.batch_stride, rows.query_stride, rows.head_stride});
 }
 
 // gradValue(b, key, h, c) = sums[b, h, key, c], rounded once.
