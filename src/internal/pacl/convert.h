@@ -45,6 +45,13 @@ inline bool WorthStreaming(const TensorDesc& t) {
   return t.NumElements() * static_cast<int64_t>(t.ElementSize()) >= kStreamMinBytes;
 }
 
+// How the rows a SIMD kernel reads in place are stored: fp32, or fp16 / bf16 bits that it widens exactly in
+// registers (LoadRowLanes in pacl/float_vectors-inl.h).
+enum RowKind : int { kFloatRow = 0, kHalfRow = 1, kBFloat16Row = 2 };
+
+// The RowKind of rows of a 16-bit float dtype (ACL_FLOAT16 or ACL_BF16).
+inline int HalfWidthRowKind(aclDataType dtype) { return dtype == ACL_FLOAT16 ? kHalfRow : kBFloat16Row; }
+
 // Name of the instruction-set target Highway chose for this process ("AVX3", "AVX2", ...), for benchmarks/demo.
 // ACLNN_SIMD_TARGET=<name> pins it (see convert.cpp).
 PACL_INTERNAL_API const char* SimdTargetName();

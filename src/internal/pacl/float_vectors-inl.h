@@ -53,6 +53,7 @@ inline const bool kCpuHasAvx512BFloat16 = DetectAvx512BFloat16();
 #include <cstdint>
 
 #include "hwy/highway.h"
+#include "pacl/convert.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pacl {
@@ -176,6 +177,18 @@ template <class DF>
 HWY_INLINE hn::Vec<DF> BFloat16BitsToFloat(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> bf16_bits) {
   const hn::RebindToUnsigned<DF> du;
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, bf16_bits)));
+}
+
+// Lanes [i, i + Lanes(d)) of a row stored as kKind (a pacl::RowKind), widened to fp32 exactly.
+template <int kKind, class DF>
+HWY_INLINE hn::Vec<DF> LoadRowLanes(DF df, const void* row, int64_t i) {
+  if constexpr (kKind == kFloatRow) {
+    return hn::LoadU(df, static_cast<const float*>(row) + i);
+  } else {
+    const auto bits = hn::LoadU(hn::Rebind<uint16_t, DF>(), static_cast<const uint16_t*>(row) + i);
+    if constexpr (kKind == kHalfRow) return HalfBitsToFloat(df, bits);
+    return BFloat16BitsToFloat(df, bits);
+  }
 }
 
 // The bf16 bits of fp32 bits rounded to nearest even, in 32-bit lanes: high half of bits + 0x7FFF + its lowest bit

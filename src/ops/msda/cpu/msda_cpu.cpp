@@ -387,21 +387,21 @@ RowTable<const float> ValueRows(const TensorDesc& value, const MsdaShape& s, cha
 // value as the corner walks read it, an (image, head) plane at a time: fp32 rows (a FLOAT value in place, or the
 // workspace copy), or FLOAT16/BFLOAT16 rows in place, which the walks widen in registers.
 struct WalkRows {
-  int kind = kFloatRows;  // ValueRowKind
+  int kind = kFloatRow;  // RowKind
   RowTable<const float> floats;
   RowTable<const uint16_t> bits;
   const void* Plane(int64_t b, int64_t h) const {
-    return kind == kFloatRows ? static_cast<const void*>(floats.Row(b, 0, h))
-                              : static_cast<const void*>(bits.Row(b, 0, h));
+    return kind == kFloatRow ? static_cast<const void*>(floats.Row(b, 0, h))
+                             : static_cast<const void*>(bits.Row(b, 0, h));
   }
-  int64_t KeyStride() const { return kind == kFloatRows ? floats.key_stride : bits.key_stride; }
+  int64_t KeyStride() const { return kind == kFloatRow ? floats.key_stride : bits.key_stride; }
 };
 
 // The walks' rows of value: in place where the plan took no copy (copy_offset < 0), else ValueRows' copy.
 WalkRows ValueWalkRows(const TensorDesc& value, const MsdaShape& s, char* workspace, int64_t copy_offset) {
   WalkRows rows;
   if (copy_offset < 0 && (value.dtype == ACL_FLOAT16 || value.dtype == ACL_BF16)) {
-    rows.kind = value.dtype == ACL_FLOAT16 ? kHalfRows : kBFloat16Rows;
+    rows.kind = HalfWidthRowKind(value.dtype);
     rows.bits = InPlaceRows<const uint16_t>(value);
   } else {
     rows.floats = ValueRows(value, s, workspace, copy_offset);
@@ -442,7 +442,7 @@ aclnnStatus RunForwardCpu(const ForwardParams& params, void* workspace) {
       plane_tasks ? WorkspaceRows<float>(aligned, params.workspace.value_copy, s) : RowTable<float>{};
   // Without a copy (few corner reads, unit channel stride: see PlanForwardWorkspace) the walk reads value in place,
   // FLOAT16/BFLOAT16 rows widened in registers (exact, so the same sums as from a copy).
-  const WalkRows value = plane_tasks ? WalkRows{kFloatRows, value_plane.AsConst(), {}}
+  const WalkRows value = plane_tasks ? WalkRows{kFloatRow, value_plane.AsConst(), {}}
                                      : ValueWalkRows(params.in.value, s, aligned, params.workspace.value_copy);
   const HeadRows& out = params.output;
   // An output with unit channel stride too large to stay in cache is summed on the stack and written with

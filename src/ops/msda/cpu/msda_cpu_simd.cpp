@@ -38,6 +38,7 @@ using pacl::HWY_NAMESPACE::CanonicalSums4;
 using pacl::HWY_NAMESPACE::CanonicalSums4InOneWalk;
 using pacl::HWY_NAMESPACE::CanonicalSums4WholeVectors;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
+using pacl::HWY_NAMESPACE::LoadRowLanes;
 using pacl::HWY_NAMESPACE::VectorArray;
 // The tail of a channel row on targets with 16 lanes (c is a multiple of 8, not always of 16).
 using DF8 = hn::CappedTag<float, 8>;
@@ -111,21 +112,10 @@ void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t
 // so that two independent multiply-add chains per vector hide the instruction latency (one chain of 4 * points
 // steps would bound the row's time); the chains are added at the end. The chains are the same on every target (the
 // same bits everywhere): only how many vectors of channels go together (kMaxGroupVectors) depends on the target.
-template <int kKind, class D>
-HWY_INLINE hn::Vec<D> LoadRowLanes(D d, const void* row, int64_t first) {
-  if constexpr (kKind == kFloatRows) {
-    return hn::LoadU(d, static_cast<const float*>(row) + first);
-  } else {
-    const auto bits = hn::LoadU(hn::Rebind<uint16_t, D>(), static_cast<const uint16_t*>(row) + first);
-    if constexpr (kKind == kHalfRows) return pacl::HWY_NAMESPACE::HalfBitsToFloat(d, bits);
-    return pacl::HWY_NAMESPACE::BFloat16BitsToFloat(d, bits);
-  }
-}
-
 template <int kKind, int kVectors, class D, class Key>
 void WeightedRowSumGroup(D d, const void* rows, int64_t key_stride, const Key* keys, const float* weights,
                          const float* attn, int64_t points, int64_t stride, int64_t first, float* out) {
-  using Element = std::conditional_t<kKind == kFloatRows, float, uint16_t>;
+  using Element = std::conditional_t<kKind == kFloatRow, float, uint16_t>;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   VectorArray<D, 2 * kVectors> sums;  // chain c, vector v at c * kVectors + v
   for (int s = 0; s < 2 * kVectors; ++s) sums.Set(d, s, hn::Zero(d));
@@ -184,12 +174,12 @@ void WeightedRowSumT(const void* rows, int64_t key_stride, const Key* keys, cons
   }
 }
 
-// Calls fn(std::integral_constant<int, kKind>{}) for the ValueRowKind `kind`.
+// Calls fn(std::integral_constant<int, kKind>{}) for the RowKind `kind`.
 template <class Fn>
 HWY_INLINE void WithRowKind(int kind, Fn&& fn) {
-  if (kind == kHalfRows) return fn(std::integral_constant<int, kHalfRows>{});
-  if (kind == kBFloat16Rows) return fn(std::integral_constant<int, kBFloat16Rows>{});
-  fn(std::integral_constant<int, kFloatRows>{});
+  if (kind == kHalfRow) return fn(std::integral_constant<int, kHalfRow>{});
+  if (kind == kBFloat16Row) return fn(std::integral_constant<int, kBFloat16Row>{});
+  fn(std::integral_constant<int, kFloatRow>{});
 }
 
 void WeightedRowSum32(int kind, const void* rows, int64_t key_stride, const int32_t* keys, const float* weights,
@@ -328,7 +318,7 @@ void CornerBackwardT(const void* rows, int64_t key_stride, float* grad_rows, int
                      const Key* keys, const float* weights, const float* attn, int64_t points, int64_t stride,
                      int64_t channels, const float* grad, float* dots) {
   using V = hn::Vec<DF>;
-  using Element = std::conditional_t<kKind == kFloatRows, float, uint16_t>;
+  using Element = std::conditional_t<kKind == kFloatRow, float, uint16_t>;
   Key valid_keys[kValidCornerSlots];
   ValidCorners valid;
   const int64_t count = CollectValidCorners(keys, weights, attn, points, stride, valid_keys, &valid, dots);

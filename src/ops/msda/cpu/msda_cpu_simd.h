@@ -6,12 +6,9 @@
 #include <cstdint>
 
 #include "msda/msda_params.h"
+#include "pacl/convert.h"
 
 namespace pacl::msda {
-
-// How the forward's value rows are stored: fp32 (the workspace copy, or a FLOAT value in place), or in place as
-// FLOAT16 / BFLOAT16 bits, widened exactly in registers.
-enum ValueRowKind : int { kFloatRows = 0, kHalfRows = 1, kBFloat16Rows = 2 };
 
 // A row's points (levels * points <= 256), padded to a multiple of kPointAlign (the widest vector).
 inline constexpr int64_t kMaxRowPoints = kMaxLevels * kMaxPoints;
@@ -35,7 +32,8 @@ namespace simd {
 // The corners of a row's points on the fast path (int32 keys; d_dx, d_dy: the backward's, else nullptr).
 void FastCorners(const float* loc, float* attn, const LevelLanes& lanes, int64_t stride, int32_t* keys,
                  float* weights, float* d_dx, float* d_dy);
-// Forward: out = the row's attention-weighted sum of its corners' value rows of `kind` (ValueRowKind).
+// Forward: out = the row's attention-weighted sum of its corners' value rows of `kind` (pacl::RowKind: fp32 for the
+// workspace copy or a FLOAT value in place, else FLOAT16 / BFLOAT16 bits in place).
 void WeightedRowSum32(int kind, const void* rows, int64_t key_stride, const int32_t* keys, const float* weights,
                       const float* attn, int64_t points, int64_t stride, int64_t channels, float* out);
 void WeightedRowSum64(int kind, const void* rows, int64_t key_stride, const int64_t* keys, const float* weights,

@@ -61,14 +61,12 @@ namespace pacl::nsa_compress {
 
 namespace {
 
-int KindOf(aclDataType dtype) { return dtype == ACL_FLOAT16 ? kHalfRow : kBFloat16Row; }
-
 // Rows (i0, i1, :) of a 3-D FLOAT16/BFLOAT16 tensor as the row loops read them.
 class RowReader {
  public:
   explicit RowReader(const TensorDesc& t) : t_(t), in_place_(t.strides[2] == 1) {}
   // The row's kind: the tensor's, or fp32 when it is gathered into a buffer.
-  int kind() const { return in_place_ ? KindOf(t_.dtype) : kFloatRow; }
+  int kind() const { return in_place_ ? HalfWidthRowKind(t_.dtype) : kFloatRow; }
   // True when rows are gathered into buffers.
   bool gathers() const { return !in_place_; }
   // The row, in place, or gathered into buffer (dim floats).
@@ -96,7 +94,7 @@ class RowReader {
 void StoreRow(const TensorDesc& t, int64_t i0, int64_t i1, const float* acc, bool stream = false) {
   char* address = static_cast<char*>(t.data) + (t.offset + i0 * t.strides[0] + i1 * t.strides[1]) * 2;
   if (t.strides[2] == 1) {
-    simd::NarrowRow(KindOf(t.dtype), acc, t.shape[2], reinterpret_cast<uint16_t*>(address), stream);
+    simd::NarrowRow(HalfWidthRowKind(t.dtype), acc, t.shape[2], reinterpret_cast<uint16_t*>(address), stream);
   } else {
     StoreFromFloat(acc, t.dtype, address, t.strides[2], t.shape[2]);
   }
@@ -159,7 +157,7 @@ void ForwardWalks(const ForwardParams& params, const std::vector<float>& weights
         walk.weights = &weights[static_cast<size_t>(n * s.block_size)];
         walk.sums = sums.data();
         walk.prefetch_bytes = !whole_rows ? s.dim * 2 : n == 0 ? s.heads * s.dim * 2 : 0;
-        simd::BlockSums(KindOf(in.dtype), cover, walk);
+        simd::BlockSums(HalfWidthRowKind(in.dtype), cover, walk);
         for (int64_t b = first_block; b < last_block; ++b) {
           StoreRow(params.output, b, n, sums.data() + (b - first_block) * s.dim, stream);
         }
@@ -201,7 +199,7 @@ void BackwardWalks(const BackwardParams& params, const std::vector<float>& weigh
     walk.stride = s.stride;
     walk.grads = grads.data();
     walk.dim = s.dim;
-    walk.out_kind = KindOf(dx.dtype);
+    walk.out_kind = HalfWidthRowKind(dx.dtype);
     walk.out_step = dx.strides[0];
     walk.stream = stream;
     walk.out_rows = store_rows ? out_rows.data() : nullptr;

@@ -39,22 +39,8 @@ using pacl::HWY_NAMESPACE::CanonicalSums4;
 using pacl::HWY_NAMESPACE::CanonicalSums4InOneWalk;
 using pacl::HWY_NAMESPACE::CanonicalSums4WholeVectors;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
+using pacl::HWY_NAMESPACE::LoadRowLanes;
 using pacl::HWY_NAMESPACE::VectorArray;
-
-template <int kKind, class D>
-hn::Vec<D> LoadLanes(D d, const void* row, int64_t i) {
-  if constexpr (kKind == kFloatRow) {
-    return hn::LoadU(d, static_cast<const float*>(row) + i);
-  } else {
-    const hn::Rebind<uint16_t, D> du16;
-    const auto bits = hn::LoadU(du16, static_cast<const uint16_t*>(row) + i);
-    if constexpr (kKind == kHalfRow) {
-      return pacl::HWY_NAMESPACE::HalfBitsToFloat(d, bits);
-    } else {
-      return pacl::HWY_NAMESPACE::BFloat16BitsToFloat(d, bits);
-    }
-  }
-}
 
 // out[i] = sum over rows r (in order) of weights[r] * rows[r][i], for i < n: up to 4 vectors of sums stay in
 // registers while the rows are walked.
@@ -66,7 +52,7 @@ void WeightedSumGroup(D d, const void* const* rows, const float* weights, int64_
   for (int64_t r = 0; r < count; ++r) {
     const auto w = hn::Set(d, weights[r]);
     for (int v = 0; v < kVectors; ++v)
-      sums.Set(d, v, FusedMulAdd(d, w, LoadLanes<kKind>(d, rows[r], first + v * lanes), sums.Get(d, v)));
+      sums.Set(d, v, FusedMulAdd(d, w, LoadRowLanes<kKind>(d, rows[r], first + v * lanes), sums.Get(d, v)));
   }
   for (int v = 0; v < kVectors; ++v) hn::StoreU(sums.Get(d, v), d, out + first + v * lanes);
 }
@@ -132,8 +118,8 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
       }
       #pragma GCC unroll 32
       for (int v = 0; v < kVectors; ++v) {
-        const auto x = LoadLanes<kKind>(d, row, first + v * lanes);
-        #pragma GCC unroll 32
+        const auto x = LoadRowLanes<kKind>(d, row, first + v * lanes);
+#pragma GCC unroll 32
         for (int c = 0; c < kCover; ++c) {
           if (covers[c]) {
             sums.Set(d, c * kVectors + v, FusedMulAdd(d, weights.Get(d, c), x, sums.Get(d, c * kVectors + v)));
@@ -231,10 +217,10 @@ void AddTermDotsT(const DotTerm* terms, int64_t count, int64_t n) {
     return hn::Load(d, grad_lanes);
   };
   auto load_row = [&](DF d, const void* row, size_t first, size_t lanes) {
-    if (lanes == hn::Lanes(d)) return LoadLanes<kKind>(d, row, static_cast<int64_t>(first));
+    if (lanes == hn::Lanes(d)) return LoadRowLanes<kKind>(d, row, static_cast<int64_t>(first));
     HWY_ALIGN float row_lanes[hn::MaxLanes(DF())] = {};  // room for as many fp32, fp16 or bf16 elements
     std::memcpy(row_lanes, static_cast<const char*>(row) + first * kElementBytes, lanes * kElementBytes);
-    return LoadLanes<kKind>(d, row_lanes, 0);
+    return LoadRowLanes<kKind>(d, row_lanes, 0);
   };
   auto term_step = [&](DF d, const DotTerm& term, size_t first, size_t lanes, V acc) {
     return FusedMulAdd(d, load_grad(d, term.grad, first, lanes), load_row(d, term.row, first, lanes), acc);
@@ -371,8 +357,8 @@ void GradPairT(const TokenPair& pair, int64_t n, bool stream) {
   CanonicalSums4WholeVectors(
       static_cast<size_t>(n),
       [&](DF dj, size_t first, V& acc0, V& acc1, V& acc2, V& acc3) {
-        const V x0 = LoadLanes<kKind>(dj, pair.rows[0], static_cast<int64_t>(first));
-        const V x1 = LoadLanes<kKind>(dj, pair.rows[1], static_cast<int64_t>(first));
+        const V x0 = LoadRowLanes<kKind>(dj, pair.rows[0], static_cast<int64_t>(first));
+        const V x1 = LoadRowLanes<kKind>(dj, pair.rows[1], static_cast<int64_t>(first));
         const V g00 = hn::LoadU(dj, pair.grads[0][0] + first), g01 = hn::LoadU(dj, pair.grads[0][1] + first);
         const V g10 = kSameBlocks ? g00 : hn::LoadU(dj, pair.grads[1][0] + first);
         const V g11 = kSameBlocks ? g01 : hn::LoadU(dj, pair.grads[1][1] + first);

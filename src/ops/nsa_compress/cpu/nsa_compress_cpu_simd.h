@@ -7,10 +7,9 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace pacl::nsa_compress {
+#include "pacl/convert.h"
 
-// How a row's elements are stored: fp32, or fp16/bf16 bits.
-enum RowKind : int { kFloatRow = 0, kHalfRow = 1, kBFloat16Row = 2 };
+namespace pacl::nsa_compress {
 
 // One forward walk over the tokens of consecutive blocks of one sequence, for one head, on rows read in place.
 struct BlockWalk {

@@ -101,7 +101,7 @@ aclnnStatus RunCpu(const Params& params, void* /*workspace*/) {
   const TensorDesc& in = params.input;
   const int64_t dim_stride = in.strides[in.rank - 1];
   const bool in_place = dim_stride == 1;
-  const int kind = in.dtype == ACL_BF16 ? nsa_compress::kBFloat16Row : nsa_compress::kHalfRow;
+  const int kind = HalfWidthRowKind(in.dtype);
   ParallelFor(static_cast<int64_t>(writes.size()) * s.heads, kItemsPerChunk, [&](int64_t begin, int64_t end) {
     std::vector<const void*> rows(static_cast<size_t>(s.block_size));
     std::vector<float> gathered(in_place ? 0 : static_cast<size_t>(s.block_size * s.dim));
@@ -121,7 +121,7 @@ aclnnStatus RunCpu(const Params& params, void* /*workspace*/) {
       }
       const TensorDesc& wt = params.weight;
       LoadAsFloat(wt.dtype, wt.ElementAt(wt.offset + n * wt.strides[1]), wt.strides[0], weights.data(), s.block_size);
-      nsa_compress::simd::WeightedSum(in_place ? kind : nsa_compress::kFloatRow, rows.data(), weights.data(),
+      nsa_compress::simd::WeightedSum(in_place ? kind : kFloatRow, rows.data(), weights.data(),
                                       s.block_size, s.dim, sums.data());
       const TensorDesc& out = params.output_cache;
       char* dst = const_cast<char*>(out.ElementAt(out.offset + w.slot * out.strides[0] + n * out.strides[1]));

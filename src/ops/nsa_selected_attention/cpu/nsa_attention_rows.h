@@ -19,13 +19,7 @@ namespace pacl::nsa_attention_rows {
 
 using nsa_selected_attention::AccumulateJob;
 using nsa_selected_attention::DotJob;
-using nsa_selected_attention::kBFloat16Row;
-using nsa_selected_attention::kFloatRow;
-using nsa_selected_attention::kHalfRow;
 using nsa_selected_attention::RowStatistics;
-
-// The row kind of FLOAT16 / BFLOAT16 data read in place.
-inline int KindOf(aclDataType dtype) { return dtype == ACL_FLOAT16 ? kHalfRow : kBFloat16Row; }
 
 // Element (i0, i1, 0) of a 3-D tensor.
 inline const char* RowAddress(const TensorDesc& t, int64_t i0, int64_t i1) {
@@ -113,7 +107,7 @@ class RowList {
   RowList(aclDataType dtype, int64_t dim, int64_t dim_stride, int64_t max_rows)
       : dtype_(dtype), dim_(dim), dim_stride_(dim_stride), in_place_(dim_stride == 1),
         rows_(static_cast<size_t>(max_rows)), gathered_(in_place_ ? 0 : static_cast<size_t>(max_rows * dim)) {}
-  int kind() const { return in_place_ ? KindOf(dtype_) : kFloatRow; }
+  int kind() const { return in_place_ ? HalfWidthRowKind(dtype_) : kFloatRow; }
   void Clear() { count_ = 0; }
   void Add(int64_t token, int64_t head) { AddAddress(RowAddress(*t_, token, head)); }
   void AddAddress(const char* row) {

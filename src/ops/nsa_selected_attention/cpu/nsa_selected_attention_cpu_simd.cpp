@@ -31,22 +31,8 @@ using pacl::HWY_NAMESPACE::Exp;
 using pacl::HWY_NAMESPACE::FusedMulAdd;
 using pacl::HWY_NAMESPACE::kSumLanes;
 using pacl::HWY_NAMESPACE::kVectorRegisters;
+using pacl::HWY_NAMESPACE::LoadRowLanes;
 using pacl::HWY_NAMESPACE::VectorArray;
-
-template <int kKind, class D>
-HWY_INLINE hn::Vec<D> LoadLanes(D d, const void* row, int64_t i) {
-  if constexpr (kKind == kFloatRow) {
-    return hn::LoadU(d, static_cast<const float*>(row) + i);
-  } else {
-    const hn::Rebind<uint16_t, D> du16;
-    const auto bits = hn::LoadU(du16, static_cast<const uint16_t*>(row) + i);
-    if constexpr (kKind == kHalfRow) {
-      return pacl::HWY_NAMESPACE::HalfBitsToFloat(d, bits);
-    } else {
-      return pacl::HWY_NAMESPACE::BFloat16BitsToFloat(d, bits);
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Dot products.
@@ -58,7 +44,7 @@ float CanonicalDot(const float* a, const void* b, int64_t dim) {
   return CanonicalSum(static_cast<size_t>(dim), [&](DF d, hn::Vec<DF> acc, size_t first, size_t /*count*/) {
     // dim is a multiple of 16, so every step has whole vectors (count == Lanes(d)).
     const auto i = static_cast<int64_t>(first);
-    return FusedMulAdd(d, hn::LoadU(d, a + i), LoadLanes<kKind>(d, b, i), acc);
+    return FusedMulAdd(d, hn::LoadU(d, a + i), LoadRowLanes<kKind>(d, b, i), acc);
   });
 }
 
@@ -92,8 +78,8 @@ HWY_INLINE void DotTile(const DotJob& job, int64_t r0, int64_t c0) {
       const int64_t x = i + v * kLanes;
       VectorArray<DF, kB> bv;
       #pragma GCC unroll 8
-      for (int c = 0; c < kB; ++c) bv.Set(d, c, LoadLanes<kKind>(d, b[c], x));
-      #pragma GCC unroll 8
+      for (int c = 0; c < kB; ++c) bv.Set(d, c, LoadRowLanes<kKind>(d, b[c], x));
+#pragma GCC unroll 8
       for (int r = 0; r < kA; ++r) {
         const auto av = hn::LoadU(d, a[r] + x);
         #pragma GCC unroll 8
@@ -171,7 +157,7 @@ HWY_INLINE void AccumulateTile(const AccumulateJob& job, int64_t o0, int64_t x0)
     const void* row = job.rows[i];
     VectorArray<DF, kW> x;
     #pragma GCC unroll 16
-    for (int v = 0; v < kW; ++v) x.Set(d, v, LoadLanes<kKind>(d, row, x0 + v * lanes));
+    for (int v = 0; v < kW; ++v) x.Set(d, v, LoadRowLanes<kKind>(d, row, x0 + v * lanes));
     const float* w = weights + i * job.weight_term_stride;
     #pragma GCC unroll 16
     for (int o = 0; o < kO; ++o) {

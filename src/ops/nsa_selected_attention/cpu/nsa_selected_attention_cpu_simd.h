@@ -6,10 +6,9 @@
 
 #include <cstdint>
 
-namespace pacl::nsa_selected_attention {
+#include "pacl/convert.h"
 
-// How a row's elements are stored: fp32, or fp16/bf16 bits (rows read in place, unit stride).
-enum RowKind : int { kFloatRow = 0, kHalfRow = 1, kBFloat16Row = 2 };
+namespace pacl::nsa_selected_attention {
 
 // Rows' dims (D) are multiples of this (128 or 192 by phase 1's rules): the canonical sum's 16 partial sums, and
 // every vector width up to 16 lanes, divide a row exactly.
