@@ -262,16 +262,13 @@ bool pacl::TensorDesc::ElementRange(int64_t* lowest, int64_t* highest) const {
   return NumElements() > 0 && ViewExtent(shape, strides, static_cast<uint64_t>(rank), offset, lowest, highest);
 }
 
-// The byte ranges of the two views, [lowest element, highest element + 1) each, by ViewExtent (the same bounds
-// aclCreateTensor checked, so they do not overflow for a created tensor).
+// The byte ranges of the two views, [lowest element, highest element + 1) each, by ElementRange (ViewExtent: the same
+// bounds aclCreateTensor checked, so they do not overflow for a created tensor).
 bool pacl::TensorDesc::MayShareMemoryWith(const TensorDesc& other) const {
   auto bytes = [](const TensorDesc& t, uintptr_t* begin, uintptr_t* end) {
     int64_t lowest = 0;
     int64_t highest = 0;
-    if (t.data == nullptr || t.NumElements() == 0 ||
-        !ViewExtent(t.shape, t.strides, static_cast<uint64_t>(t.rank), t.offset, &lowest, &highest)) {
-      return false;
-    }
+    if (t.data == nullptr || !t.ElementRange(&lowest, &highest)) return false;
     const uintptr_t base = reinterpret_cast<uintptr_t>(t.data);
     const uintptr_t size = t.ElementSize();
     *begin = base + static_cast<uintptr_t>(lowest) * size;
