@@ -624,10 +624,10 @@ __global__ void __launch_bounds__(kThreads) StoreGradValueKernel(const BackwardP
 
 int64_t SumsCount(const MsdaShape& s) { return s.batch * s.heads * s.keys * s.channels; }
 
-// A copy of value's elements (lowest to highest) as the workspace's first array, for when an output may share value's
-// memory: the kernels read value while other threads already write outputs. bytes 0: no copy.
+// A copy of value's elements (lowest to highest) in the workspace, for when an output may share value's memory: the
+// kernels read value while other threads already write outputs. bytes 0: no copy.
 struct ValueCopy {
-  int64_t lowest = 0;  // value's lowest element, copied to the workspace start
+  int64_t lowest = 0;  // value's lowest element, the copy's first
   uint64_t bytes = 0;
 };
 ValueCopy ValueCopyFor(const TensorDesc& value, std::initializer_list<const TensorDesc*> outputs) {
@@ -646,11 +646,17 @@ ValueCopy ValueCopyFor(const BackwardParams& params) {
   return ValueCopyFor(params.in.value, {&params.grad_location, &params.grad_attn_weight});
 }
 
-// Phase 2: copies value to the workspace start (copy.bytes > 0) in stream order and points *value there.
-aclnnStatus CopyValueAway(const char* op_name, const ValueCopy& copy, const KernelContext& context, cudaStream_t stream,
-                          TensorDesc* value) {
+// The copy's place in a workspace layout: the first array, so that its offset does not depend on the others; -1 when
+// there is no copy.
+int64_t ReserveValueCopy(const ValueCopy& copy, WorkspaceLayout* layout) {
+  return copy.bytes > 0 ? layout->Reserve(copy.bytes) : -1;
+}
+
+// Phase 2: copies value to the workspace at `offset` (from ReserveValueCopy) in stream order and points *value there.
+aclnnStatus CopyValueAway(const char* op_name, const ValueCopy& copy, int64_t offset, const KernelContext& context,
+                          cudaStream_t stream, TensorDesc* value) {
   if (copy.bytes == 0) return ACLNN_SUCCESS;
-  char* copied = cuda::WorkspaceArray<char>(context.workspace, 0);
+  char* copied = cuda::WorkspaceArray<char>(context.workspace, offset);
   if (cudaMemcpyAsync(copied, value->ElementAt(copy.lowest), copy.bytes, cudaMemcpyDeviceToDevice, stream) !=
       cudaSuccess) {
     return cuda::LaunchStatus(op_name, "copying value away from an output");
@@ -662,17 +668,16 @@ aclnnStatus CopyValueAway(const char* op_name, const ValueCopy& copy, const Kern
 
 // The workspace layouts (msda_cuda.h), from the parameters (and, in phase 1, CUB's scratch size on the device):
 // phase 1 sizes the workspace with them, phase 2 finds its arrays.
-CudaWorkspacePlan AtomicPlan(const BackwardParams& params) {
+CudaWorkspacePlan AtomicPlan(const BackwardParams& params, const ValueCopy& copy) {
   CudaWorkspacePlan plan;
   WorkspaceLayout layout;
-  const ValueCopy copy = ValueCopyFor(params);
-  if (copy.bytes > 0) plan.value_copy = layout.Reserve(copy.bytes);
+  plan.value_copy = ReserveValueCopy(copy, &layout);
   plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(params.shape)), sizeof(float)));
   plan.bytes = layout.TotalBytes();
   return plan;
 }
 
-CudaWorkspacePlan DeterministicPlan(const BackwardParams& params, DeviceQuery query) {
+CudaWorkspacePlan DeterministicPlan(const BackwardParams& params, const ValueCopy& copy, DeviceQuery query) {
   const MsdaShape& s = params.shape;
   CudaWorkspacePlan plan;
   const int64_t row_entries = s.levels * s.points * 4;
@@ -692,8 +697,7 @@ CudaWorkspacePlan DeterministicPlan(const BackwardParams& params, DeviceQuery qu
   plan.chunk_entries = plan.chunk_planes * plan.chunk_queries * row_entries;
   const uint64_t entries = static_cast<uint64_t>(plan.chunk_entries);
   WorkspaceLayout layout;
-  const ValueCopy copy = ValueCopyFor(params);
-  if (copy.bytes > 0) plan.value_copy = layout.Reserve(copy.bytes);
+  plan.value_copy = ReserveValueCopy(copy, &layout);
   plan.grad_value_sums = layout.Reserve(SaturatingMul(static_cast<uint64_t>(SumsCount(s)), sizeof(float)));
   // No rows or no channels: the gather does not run (RunBackward), so its arrays are not needed.
   if (s.queries == 0 || s.channels == 0 || entries == 0) {
@@ -761,13 +765,15 @@ aclnnStatus RunBackward(const BackwardParams& params, const KernelContext& conte
   const MsdaShape& s = params.shape;
   const int64_t rows = s.batch * s.queries * s.heads;
   const cudaStream_t stream = cuda::StreamOf(context);
+  const ValueCopy copy = ValueCopyFor(params);
+  const CudaWorkspacePlan plan =
+      deterministic ? DeterministicPlan(params, copy, DeviceQuery::kSkip) : AtomicPlan(params, copy);
   BackwardParams p = params;
-  if (aclnnStatus status = CopyValueAway(kBackwardName, ValueCopyFor(params), context, stream, &p.in.value)) {
+  if (aclnnStatus status = CopyValueAway(kBackwardName, copy, plan.value_copy, context, stream, &p.in.value)) {
     return status;
   }
   return cuda::DispatchFloating</*kWithDouble=*/false>(kBackwardName, p.in.value.dtype, [&](auto storage) {
     using Storage = decltype(storage);
-    const CudaWorkspacePlan plan = deterministic ? DeterministicPlan(params, DeviceQuery::kSkip) : AtomicPlan(params);
     float* sums = cuda::WorkspaceArray<float>(context.workspace, plan.grad_value_sums);
     const int64_t sums_count = SumsCount(s);
     if (sums_count > 0) {
@@ -809,8 +815,7 @@ aclnnStatus RunBackward(const BackwardParams& params, const KernelContext& conte
 
 uint64_t PlanForwardCuda(ForwardParams* params) {
   WorkspaceLayout layout;
-  const ValueCopy copy = ValueCopyFor(*params);
-  if (copy.bytes > 0) layout.Reserve(copy.bytes);
+  ReserveValueCopy(ValueCopyFor(*params), &layout);
   return layout.TotalBytes();
 }
 
@@ -820,7 +825,10 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
   if (rows == 0 || params.shape.channels == 0) return ACLNN_SUCCESS;
   const cudaStream_t stream = cuda::StreamOf(context);
   ForwardParams p = params;
-  if (aclnnStatus status = CopyValueAway(kForwardName, ValueCopyFor(params), context, stream, &p.in.value)) {
+  const ValueCopy copy = ValueCopyFor(params);
+  WorkspaceLayout layout;  // PlanForwardCuda's
+  if (aclnnStatus status =
+          CopyValueAway(kForwardName, copy, ReserveValueCopy(copy, &layout), context, stream, &p.in.value)) {
     return status;
   }
   const bool by_groups = ValueInGroups(p.in.value, p.shape.channels);
@@ -836,10 +844,10 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
   });
 }
 
-uint64_t PlanBackwardCudaAtomic(BackwardParams* params) { return AtomicPlan(*params).bytes; }
+uint64_t PlanBackwardCudaAtomic(BackwardParams* params) { return AtomicPlan(*params, ValueCopyFor(*params)).bytes; }
 
 uint64_t PlanBackwardCudaDeterministic(BackwardParams* params) {
-  return DeterministicPlan(*params, DeviceQuery::kAsk).bytes;
+  return DeterministicPlan(*params, ValueCopyFor(*params), DeviceQuery::kAsk).bytes;
 }
 
 aclnnStatus RunBackwardCudaDeterministic(const BackwardParams& params, const KernelContext& context) {
