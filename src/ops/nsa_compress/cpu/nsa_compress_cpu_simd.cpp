@@ -119,7 +119,7 @@ void BlockSumsGroup(D d, const BlockWalk& walk, int64_t first) {
       #pragma GCC unroll 32
       for (int v = 0; v < kVectors; ++v) {
         const auto x = LoadRowLanes<kKind>(d, row, first + v * lanes);
-#pragma GCC unroll 32
+        #pragma GCC unroll 32
         for (int c = 0; c < kCover; ++c) {
           if (covers[c]) {
             sums.Set(d, c * kVectors + v, FusedMulAdd(d, weights.Get(d, c), x, sums.Get(d, c * kVectors + v)));

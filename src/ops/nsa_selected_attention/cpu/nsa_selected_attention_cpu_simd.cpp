@@ -79,7 +79,7 @@ HWY_INLINE void DotTile(const DotJob& job, int64_t r0, int64_t c0) {
       VectorArray<DF, kB> bv;
       #pragma GCC unroll 8
       for (int c = 0; c < kB; ++c) bv.Set(d, c, LoadRowLanes<kKind>(d, b[c], x));
-#pragma GCC unroll 8
+      #pragma GCC unroll 8
       for (int r = 0; r < kA; ++r) {
         const auto av = hn::LoadU(d, a[r] + x);
         #pragma GCC unroll 8
