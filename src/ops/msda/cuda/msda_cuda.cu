@@ -811,12 +811,18 @@ aclnnStatus RunBackward(const BackwardParams& params, const KernelContext& conte
   });
 }
 
+// The forward's workspace layout (value's copy alone): its bytes, and the copy's offset in *value_copy (-1: none).
+uint64_t ForwardPlan(const ValueCopy& copy, int64_t* value_copy) {
+  WorkspaceLayout layout;
+  *value_copy = ReserveValueCopy(copy, &layout);
+  return layout.TotalBytes();
+}
+
 }  // namespace
 
 uint64_t PlanForwardCuda(ForwardParams* params) {
-  WorkspaceLayout layout;
-  ReserveValueCopy(ValueCopyFor(*params), &layout);
-  return layout.TotalBytes();
+  int64_t value_copy = -1;
+  return ForwardPlan(ValueCopyFor(*params), &value_copy);
 }
 
 aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context) {
@@ -826,9 +832,9 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
   const cudaStream_t stream = cuda::StreamOf(context);
   ForwardParams p = params;
   const ValueCopy copy = ValueCopyFor(params);
-  WorkspaceLayout layout;  // PlanForwardCuda's
-  if (aclnnStatus status =
-          CopyValueAway(kForwardName, copy, ReserveValueCopy(copy, &layout), context, stream, &p.in.value)) {
+  int64_t value_copy = -1;
+  ForwardPlan(copy, &value_copy);
+  if (aclnnStatus status = CopyValueAway(kForwardName, copy, value_copy, context, stream, &p.in.value)) {
     return status;
   }
   const bool by_groups = ValueInGroups(p.in.value, p.shape.channels);
