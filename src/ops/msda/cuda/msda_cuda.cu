@@ -811,19 +811,18 @@ aclnnStatus RunBackward(const BackwardParams& params, const KernelContext& conte
   });
 }
 
-// The forward's workspace layout (value's copy alone): its bytes, and the copy's offset in *value_copy (-1: none).
-uint64_t ForwardPlan(const ValueCopy& copy, int64_t* value_copy) {
+// The forward's workspace layout: value's copy alone.
+CudaWorkspacePlan ForwardPlan(const ValueCopy& copy) {
+  CudaWorkspacePlan plan;
   WorkspaceLayout layout;
-  *value_copy = ReserveValueCopy(copy, &layout);
-  return layout.TotalBytes();
+  plan.value_copy = ReserveValueCopy(copy, &layout);
+  plan.bytes = layout.TotalBytes();
+  return plan;
 }
 
 }  // namespace
 
-uint64_t PlanForwardCuda(ForwardParams* params) {
-  int64_t value_copy = -1;
-  return ForwardPlan(ValueCopyFor(*params), &value_copy);
-}
+uint64_t PlanForwardCuda(ForwardParams* params) { return ForwardPlan(ValueCopyFor(*params)).bytes; }
 
 aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& context) {
   if (aclnnStatus status = cuda::Activate(kForwardName, context)) return status;
@@ -832,9 +831,8 @@ aclnnStatus RunForwardCuda(const ForwardParams& params, const KernelContext& con
   const cudaStream_t stream = cuda::StreamOf(context);
   ForwardParams p = params;
   const ValueCopy copy = ValueCopyFor(params);
-  int64_t value_copy = -1;
-  ForwardPlan(copy, &value_copy);
-  if (aclnnStatus status = CopyValueAway(kForwardName, copy, value_copy, context, stream, &p.in.value)) {
+  const CudaWorkspacePlan plan = ForwardPlan(copy);
+  if (aclnnStatus status = CopyValueAway(kForwardName, copy, plan.value_copy, context, stream, &p.in.value)) {
     return status;
   }
   const bool by_groups = ValueInGroups(p.in.value, p.shape.channels);

@@ -11,9 +11,9 @@
 
 namespace pacl::msda {
 
-// The CUDA backward's workspace (byte offsets from the workspace start rounded up to 64 bytes; -1 when unused; see
-// the NOTE in msda_cuda.cu). The gradValue sums are gathered chunk by chunk: a chunk is `chunk_planes`
-// (image, head) planes and, within each, a range of at most `chunk_queries` queries.
+// The CUDA workspaces (byte offsets from the workspace start rounded up to 64 bytes; -1 when unused; see the NOTE in
+// msda_cuda.cu): the forward's holds value's copy alone. The backward's gradValue sums are gathered chunk by chunk: a
+// chunk is `chunk_planes` (image, head) planes and, within each, a range of at most `chunk_queries` queries.
 struct CudaWorkspacePlan {
   int64_t chunk_planes = 1;
   int64_t chunk_queries = 1;
