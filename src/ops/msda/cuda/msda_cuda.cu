@@ -668,6 +668,15 @@ aclnnStatus CopyValueAway(const char* op_name, const ValueCopy& copy, int64_t of
 
 // The workspace layouts (msda_cuda.h), from the parameters (and, in phase 1, CUB's scratch size on the device):
 // phase 1 sizes the workspace with them, phase 2 finds its arrays.
+// The forward's: value's copy alone.
+CudaWorkspacePlan ForwardPlan(const ValueCopy& copy) {
+  CudaWorkspacePlan plan;
+  WorkspaceLayout layout;
+  plan.value_copy = ReserveValueCopy(copy, &layout);
+  plan.bytes = layout.TotalBytes();
+  return plan;
+}
+
 CudaWorkspacePlan AtomicPlan(const BackwardParams& params, const ValueCopy& copy) {
   CudaWorkspacePlan plan;
   WorkspaceLayout layout;
@@ -809,15 +818,6 @@ aclnnStatus RunBackward(const BackwardParams& params, const KernelContext& conte
     }
     return cuda::LaunchStatus(kBackwardName, "storing gradValue");
   });
-}
-
-// The forward's workspace layout: value's copy alone.
-CudaWorkspacePlan ForwardPlan(const ValueCopy& copy) {
-  CudaWorkspacePlan plan;
-  WorkspaceLayout layout;
-  plan.value_copy = ReserveValueCopy(copy, &layout);
-  plan.bytes = layout.TotalBytes();
-  return plan;
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ struct CudaWorkspacePlan {
   int64_t chunk_planes = 1;
   int64_t chunk_queries = 1;
   int64_t chunk_entries = 0;     // the most (corner) entries of one chunk
-  int64_t value_copy = -1;       // value's elements, when gradLocation or gradAttnWeight may share its memory (first)
+  int64_t value_copy = -1;       // value's elements, when an output may share its memory (first)
   int64_t grad_value_sums = -1;  // fp32 (batch, heads, keys, channels)
   int64_t keys = -1;             // uint64 [2][chunk_entries]
   int64_t entry_ids = -1;        // uint32 [2][chunk_entries]
